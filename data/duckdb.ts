@@ -1,0 +1,38 @@
+/** Small helpers around @duckdb/node-api shared by ingest, the generator and the analytics build. */
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+
+export interface OpenOptions {
+  /** Path of the database file, or ':memory:'. */
+  path: string;
+  threads?: number;
+  memoryLimit?: string;
+  tempDirectory?: string;
+}
+
+export async function openDuckDB(opts: OpenOptions): Promise<{ instance: DuckDBInstance; conn: DuckDBConnection }> {
+  const config: Record<string, string> = {};
+  if (opts.threads) config.threads = String(opts.threads);
+  if (opts.memoryLimit) config.memory_limit = opts.memoryLimit;
+  if (opts.tempDirectory) config.temp_directory = opts.tempDirectory;
+  const instance = await DuckDBInstance.create(opts.path, config);
+  const conn = await instance.connect();
+  return { instance, conn };
+}
+
+/** Run a query and return plain row objects (BIGINTs that fit become numbers). */
+export async function queryRows<T = Record<string, unknown>>(conn: DuckDBConnection, sql: string, params?: unknown[]): Promise<T[]> {
+  const reader = params ? await conn.runAndReadAll(sql, params as never) : await conn.runAndReadAll(sql);
+  return reader.getRowObjectsJS().map((row) => normalizeRow(row)) as T[];
+}
+
+function normalizeRow(row: Record<string, unknown>): Record<string, unknown> {
+  for (const [k, v] of Object.entries(row)) {
+    if (typeof v === 'bigint' && v <= BigInt(Number.MAX_SAFE_INTEGER) && v >= BigInt(Number.MIN_SAFE_INTEGER)) row[k] = Number(v);
+  }
+  return row;
+}
+
+/** SQL string literal. */
+export function sqlString(s: string): string {
+  return `'${s.replaceAll("'", "''")}'`;
+}

@@ -1,0 +1,21 @@
+/** Public surface of the ingest layer (see docs/ingest.md). */
+export type { IngestReport } from './report.ts';
+export { UNKNOWN_COUNTERPARTY, lookupMarketsByCondition, lookupMarketsById, lookupTokens, nextId, normalizeAddress, resolveWallet, resolveWallets, walletPseudonym } from './ids.ts';
+export type { MarketRef, TokenRef, WalletProfile } from './ids.ts';
+export { loadGammaEvents, loadGammaMarkets, normalizeCategory, numeratorsFromOutcomePrices } from './gamma.ts';
+export { REAL_MARKETS_ATTRIBUTION, REAL_MARKETS_CSV, loadRealMarketsTable, parseRealMarketsCsv, readRealMarkets } from './real-markets.ts';
+export type { RealMarketRow } from './real-markets.ts';
+export { parseCsv } from './csv.ts';
+export { derivedLogIndex, parsePositions } from './data-api.ts';
+export type { PositionRow } from './data-api.ts';
+export { loadDataApiTrades } from './data-api-trades.ts';
+export { loadDataApiActivity } from './data-api-activity.ts';
+export { EXCHANGE_V2_LIVE_AT, decodeOrderFilled, loadOrderFilledLogs, takerTrade } from './order-filled.ts';
+export type { DecodedOrderFilled, MatchType, Side, TakerTrade } from './order-filled.ts';
+export { decodeCtfLog, loadCtfLogs, redeemedShares } from './ctf.ts';
+export type { DecodedCtfLog } from './ctf.ts';
+export { payoutsFromNumerators } from './payouts.ts';
+export type { Payouts, Winner } from './payouts.ts';
+export { loadChainLogs } from './chain-logs.ts';
+export { DEFAULT_CHAIN_CONFIG, chainConfig, parseBlockTimestamps, parseLogsFile } from './rpc-log.ts';
+export type { BlockTimestamps, ChainConfig, RpcLog, RpcLogInput } from './rpc-log.ts';

@@ -1,0 +1,145 @@
+/**
+ * LiveTail: runs the tail generator against the wall clock and appends what happens to the venue tables in DuckDB.
+ * Venue time = resume point + (wall time elapsed) x speed. Listeners get every taker fill and resolution as they
+ * land (the jobs that produce trader.fill, signal.smart_money and market.resolved subscribe here).
+ */
+import { EventEmitter } from 'node:events';
+import { DuckDBTimestampValue, type DuckDBConnection } from '@duckdb/node-api';
+import { queryRows } from '../duckdb.ts';
+import { readRealMarkets } from '../ingest/real-markets.ts';
+import type { VenueOptions } from '../generator/config.ts';
+import { TailGenerator, type TailBatch, type TailFill, type TailResolution } from './generator.ts';
+
+export interface LiveTailOptions {
+  ratePerSecond: number;
+  speed: number;
+  /** milliseconds; injected by tests */
+  now?: () => number;
+  tickMs?: number;
+}
+
+export interface LiveTailEvents {
+  fill: [TailFill];
+  resolution: [TailResolution];
+}
+
+const ts = (s: number) => new DuckDBTimestampValue(BigInt(s) * 1_000_000n);
+
+export class LiveTail extends EventEmitter<LiveTailEvents> {
+  private timer: NodeJS.Timeout | null = null;
+  private lastWallMs: number;
+  private venueS: number;
+  private carry = 0;
+  private counts = { fills: 0, resolutions: 0 };
+  private readonly startedMs: number;
+  private writing: Promise<void> = Promise.resolve();
+
+  private constructor(
+    private readonly conn: DuckDBConnection,
+    readonly gen: TailGenerator,
+    private readonly opts: Required<Omit<LiveTailOptions, 'now'>> & { now: () => number },
+    fromS: number,
+  ) {
+    super();
+    this.startedMs = this.lastWallMs = opts.now();
+    this.venueS = fromS;
+  }
+
+  /** Resume after the latest fill in storage (or the venue end) and start ticking. */
+  static async start(conn: DuckDBConnection, venue: VenueOptions, options: LiveTailOptions, autoTick = true): Promise<LiveTail> {
+    const now = options.now ?? (() => Date.now());
+    const [row] = await queryRows<{ last: number | null }>(conn, `SELECT epoch(max(ts))::BIGINT AS last FROM fills`);
+    const endS = Math.floor(Date.parse(venue.end) / 1000);
+    const fromS = Math.max(endS, (row?.last ?? 0) + 1);
+    const resolved = (await queryRows<{ id: number }>(conn, `SELECT market_id AS id FROM resolutions`)).map((r) => r.id);
+    const closed = (await queryRows<{ id: number }>(conn, `SELECT market_id AS id FROM markets WHERE closed_at IS NOT NULL`)).map((r) => r.id);
+    const real = await readRealMarkets(venue.realMarketsCsv);
+    const gen = new TailGenerator(venue, real, fromS, { resolved, closed }, String(now()));
+    const tail = new LiveTail(conn, gen, { ratePerSecond: options.ratePerSecond, speed: options.speed, tickMs: options.tickMs ?? 250, now }, fromS);
+    if (autoTick) tail.timer = setInterval(() => void tail.tick(), tail.opts.tickMs);
+    return tail;
+  }
+
+  /** Advance to the current wall time; returns what was written. Serialized: ticks never overlap. */
+  tick(): Promise<TailBatch> {
+    const run = this.writing.then(async () => {
+      const wall = this.opts.now();
+      const dtS = Math.max(0, (wall - this.lastWallMs) / 1000);
+      this.lastWallMs = wall;
+      const expected = dtS * this.opts.ratePerSecond + this.carry;
+      const count = Math.floor(expected);
+      this.carry = expected - count;
+      const toS = this.venueS + Math.max(1, Math.round(dtS * this.opts.speed));
+      const batch = this.gen.step(this.venueS, toS, count);
+      this.venueS = toS;
+      await this.write(batch);
+      for (const f of batch.fills) this.emit('fill', f);
+      for (const r of batch.resolutions) this.emit('resolution', r);
+      this.counts.fills += batch.fills.length;
+      this.counts.resolutions += batch.resolutions.length;
+      return batch;
+    });
+    this.writing = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
+  }
+
+  private async write(b: TailBatch): Promise<void> {
+    if (b.fills.length) {
+      const app = await this.conn.createAppender('fills');
+      for (const f of b.fills) {
+        app.appendVarchar(f.txHash);
+        app.appendInteger(f.logIndex);
+        app.appendTimestamp(ts(f.ts));
+        app.appendInteger(f.marketId);
+        app.appendUTinyInt(f.outcome);
+        app.appendInteger(f.makerId);
+        app.appendInteger(f.takerId);
+        app.appendVarchar(f.side);
+        app.appendVarchar('direct');
+        app.appendDouble(f.price);
+        app.appendDouble(f.shares);
+        app.appendDouble(f.sizeUsdc);
+        app.appendDouble(f.feeUsdc);
+        app.appendUTinyInt(2);
+        app.appendVarchar(f.exchangeKind);
+        app.endRow();
+      }
+      app.closeSync();
+    }
+    if (b.mids.length) {
+      const app = await this.conn.createAppender('mids');
+      for (const m of b.mids) {
+        app.appendInteger(m.marketId);
+        app.appendUTinyInt(m.outcome);
+        app.appendTimestamp(ts(m.ts));
+        app.appendDouble(m.mid);
+        app.endRow();
+      }
+      app.closeSync();
+    }
+    for (const c of b.closed) {
+      await this.conn.run(`UPDATE markets SET closed_at = make_timestamp($1::BIGINT * 1000000) WHERE market_id = $2 AND closed_at IS NULL`, [c.closedAt, c.marketId]);
+    }
+    for (const r of b.resolutions) {
+      const [y, n] = r.payoutNumerators;
+      await this.conn.run(
+        `INSERT INTO resolutions VALUES ($1, $2, $3, [$4, $5]::INTEGER[], $6, $7, 2, make_timestamp($8::BIGINT * 1000000), $9)`,
+        [r.marketId, r.winner, r.winnerIndex, y, n, y / (y + n), n / (y + n), r.resolvedAt, r.txHash],
+      );
+    }
+  }
+
+  stats(): { fills: number; resolutions: number; fillsPerSecond: number; venueTime: string } {
+    const elapsed = Math.max(1e-3, (this.opts.now() - this.startedMs) / 1000);
+    return { ...this.counts, fillsPerSecond: this.counts.fills / elapsed, venueTime: new Date(this.venueS * 1000).toISOString() };
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.writing;
+  }
+}

@@ -1,0 +1,144 @@
+/**
+ * The venue schema: one DuckDB DDL per table. Ingest loaders, the synthetic generator and the analytics build all
+ * read and write exactly these columns (docs/schema.md explains every one).
+ *
+ * Wallets, markets and tokens are dictionary-encoded: large tables (fills, legs, mids) carry small integer ids,
+ * and `wallets` / `markets` map them to the venue's 0x addresses, condition ids and 256-bit token ids. This keeps
+ * a 100M-row fills table narrow enough to scan in well under a second per column.
+ */
+import type { DuckDBConnection } from '@duckdb/node-api';
+
+export const OUTCOME_YES = 0;
+export const OUTCOME_NO = 1;
+
+export const VENUE_TABLES = {
+  events: `CREATE TABLE IF NOT EXISTS events (
+    event_id BIGINT NOT NULL,          -- venue event (fixture) id
+    slug VARCHAR NOT NULL,
+    canonical_slug VARCHAR NOT NULL,   -- slug all fixture variants collapse to
+    title VARCHAR NOT NULL,
+    category VARCHAR NOT NULL,
+    subcategory VARCHAR,
+    series_slug VARCHAR,
+    neg_risk BOOLEAN NOT NULL,
+    neg_risk_market_id VARCHAR,        -- set when the event is one neg-risk group
+    created_at TIMESTAMP NOT NULL,
+    start_at TIMESTAMP,                -- when the real-world event starts
+    end_at TIMESTAMP,                  -- scheduled close
+    source VARCHAR NOT NULL            -- 'gamma' | 'synthetic'
+  )`,
+  markets: `CREATE TABLE IF NOT EXISTS markets (
+    market_id INTEGER NOT NULL,        -- dense internal id
+    condition_id VARCHAR NOT NULL,     -- 0x + 64 hex, lowercase
+    question_id VARCHAR NOT NULL,      -- 0x + 64 hex, lowercase
+    event_id BIGINT,
+    question VARCHAR NOT NULL,
+    slug VARCHAR NOT NULL,
+    category VARCHAR NOT NULL,
+    yes_token_id VARCHAR NOT NULL,     -- uint256 as decimal string; clobTokenIds[0]
+    no_token_id VARCHAR NOT NULL,      -- clobTokenIds[1]
+    neg_risk BOOLEAN NOT NULL,
+    neg_risk_market_id VARCHAR,        -- neg-risk group: mutually exclusive questions
+    created_at TIMESTAMP NOT NULL,
+    trading_opens_at TIMESTAMP NOT NULL,
+    end_date TIMESTAMP NOT NULL,       -- scheduled close; no fill at or after closed_at
+    closed_at TIMESTAMP,               -- actual close (null while open)
+    liquidity_usdc DOUBLE,             -- venue-reported book depth
+    volume_usdc DOUBLE,                -- venue-reported lifetime volume (not recomputed)
+    source VARCHAR NOT NULL
+  )`,
+  wallets: `CREATE TABLE IF NOT EXISTS wallets (
+    wallet_id INTEGER NOT NULL,
+    address VARCHAR NOT NULL,          -- proxy wallet, 0x + 40 hex, lowercase
+    username VARCHAR,
+    pseudonym VARCHAR NOT NULL,        -- venue's generated two-word name
+    profile_image VARCHAR,
+    verified BOOLEAN NOT NULL DEFAULT false
+  )`,
+  // One row per matched maker order: the taker's trade, counted once (see data/ingest/order-filled.ts).
+  fills: `CREATE TABLE IF NOT EXISTS fills (
+    tx_hash VARCHAR NOT NULL,
+    log_index INTEGER NOT NULL,        -- unique with tx_hash
+    ts TIMESTAMP NOT NULL,
+    market_id INTEGER NOT NULL,
+    outcome_index UTINYINT NOT NULL,   -- token the taker traded: 0 = YES, 1 = NO
+    maker_id INTEGER NOT NULL,
+    taker_id INTEGER NOT NULL,
+    side VARCHAR NOT NULL,             -- taker side on that token: 'BUY' | 'SELL'
+    match_type VARCHAR NOT NULL,       -- 'direct' (maker trades the same token, other side) |
+                                       -- 'mint' (maker BUYs the complement at 1-price) | 'merge' (maker SELLs it)
+    price DOUBLE NOT NULL,             -- USDC per share paid by the taker, in (0,1)
+    shares DOUBLE NOT NULL,
+    size_usdc DOUBLE NOT NULL,         -- price * shares
+    fee_usdc DOUBLE NOT NULL,
+    exchange_version UTINYINT NOT NULL,-- 1 | 2
+    exchange_kind VARCHAR NOT NULL     -- 'ctf' | 'neg_risk'
+  )`,
+  // Header of a split / merge / convert / redeem; its token movements are in inventory_legs.
+  inventory_events: `CREATE TABLE IF NOT EXISTS inventory_events (
+    tx_hash VARCHAR NOT NULL,
+    log_index INTEGER NOT NULL,
+    ts TIMESTAMP NOT NULL,
+    wallet_id INTEGER NOT NULL,
+    kind VARCHAR NOT NULL,             -- 'SPLIT' | 'MERGE' | 'CONVERT' | 'REDEEM'
+    market_id INTEGER,                 -- null for CONVERT (spans a neg-risk group)
+    neg_risk_market_id VARCHAR,
+    amount DOUBLE NOT NULL,            -- shares split/merged/converted per token; for REDEEM the payout
+    usdc_delta DOUBLE NOT NULL         -- USDC into (+) or out of (-) the wallet
+  )`,
+  inventory_legs: `CREATE TABLE IF NOT EXISTS inventory_legs (
+    tx_hash VARCHAR NOT NULL,
+    log_index INTEGER NOT NULL,        -- joins inventory_events
+    wallet_id INTEGER NOT NULL,
+    market_id INTEGER NOT NULL,
+    outcome_index UTINYINT NOT NULL,
+    shares_delta DOUBLE NOT NULL       -- tokens into (+) or out of (-) the wallet
+  )`,
+  resolutions: `CREATE TABLE IF NOT EXISTS resolutions (
+    market_id INTEGER NOT NULL,
+    winner VARCHAR,                    -- 'YES' | 'NO' | 'INVALID' | null (tie / multi-outcome payout)
+    winner_index INTEGER NOT NULL,     -- 0 | 1 | -1 when winner is INVALID or null
+    payout_numerators INTEGER[] NOT NULL,
+    payout_yes DOUBLE NOT NULL,        -- USDC per YES share = numerator / sum
+    payout_no DOUBLE NOT NULL,
+    outcome_slot_count INTEGER NOT NULL,
+    resolved_at TIMESTAMP NOT NULL,
+    tx_hash VARCHAR NOT NULL
+  )`,
+  // Mid-price history per token, sampled (hourly for the synthetic venue). Read "mid at t" as the latest row <= t.
+  mids: `CREATE TABLE IF NOT EXISTS mids (
+    market_id INTEGER NOT NULL,
+    outcome_index UTINYINT NOT NULL,
+    ts TIMESTAMP NOT NULL,
+    mid DOUBLE NOT NULL
+  )`,
+} as const;
+
+export type VenueTable = keyof typeof VENUE_TABLES;
+export const VENUE_TABLE_NAMES = Object.keys(VENUE_TABLES) as VenueTable[];
+
+/** Views that every consumer shares: token lookup and both legs of every fill. */
+export const VENUE_VIEWS = {
+  tokens: `CREATE OR REPLACE VIEW tokens AS
+    SELECT yes_token_id AS token_id, market_id, 0::UTINYINT AS outcome_index FROM markets
+    UNION ALL SELECT no_token_id, market_id, 1::UTINYINT FROM markets`,
+  // Both parties of a fill as (wallet, token, side, price, shares); the maker's leg follows match_type.
+  fill_legs: `CREATE OR REPLACE VIEW fill_legs AS
+    SELECT tx_hash, log_index, ts, market_id, outcome_index, taker_id AS wallet_id, 'taker' AS role, side,
+           price, shares, size_usdc FROM fills
+    UNION ALL
+    SELECT tx_hash, log_index, ts, market_id,
+           CASE WHEN match_type = 'direct' THEN outcome_index ELSE 1 - outcome_index END::UTINYINT,
+           maker_id, 'maker',
+           CASE WHEN match_type = 'direct' THEN (CASE side WHEN 'BUY' THEN 'SELL' ELSE 'BUY' END)
+                WHEN match_type = 'mint' THEN 'BUY' ELSE 'SELL' END,
+           CASE WHEN match_type = 'direct' THEN price ELSE 1 - price END,
+           shares,
+           CASE WHEN match_type = 'direct' THEN size_usdc ELSE (1 - price) * shares END
+    FROM fills`,
+} as const;
+
+export async function createVenueSchema(conn: DuckDBConnection): Promise<void> {
+  for (const ddl of Object.values(VENUE_TABLES)) await conn.run(ddl);
+  for (const ddl of Object.values(VENUE_VIEWS)) await conn.run(ddl);
+}

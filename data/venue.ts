@@ -1,0 +1,27 @@
+/**
+ * Open a venue directory (the generator's or an ingest export: one Parquet file per schema table) in DuckDB.
+ * `materialize` copies the tables into the database file (fast repeated analytics); otherwise views read the
+ * Parquet in place (no copy, used at full scale).
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { sqlString } from './duckdb.ts';
+import { VENUE_TABLES, VENUE_TABLE_NAMES, VENUE_VIEWS } from './schema.ts';
+
+export async function attachVenue(conn: DuckDBConnection, venueDir: string, opts: { materialize: boolean }): Promise<void> {
+  for (const table of VENUE_TABLE_NAMES) {
+    const file = join(venueDir, `${table}.parquet`);
+    if (!existsSync(file)) throw new Error(`venue table missing: ${file}`);
+    if (opts.materialize) {
+      await conn.run(`DROP VIEW IF EXISTS ${table}`);
+      await conn.run(`DROP TABLE IF EXISTS ${table}`);
+      await conn.run(VENUE_TABLES[table]);
+      await conn.run(`INSERT INTO ${table} BY NAME SELECT * FROM read_parquet(${sqlString(file)})`);
+    } else {
+      await conn.run(`DROP TABLE IF EXISTS ${table}`);
+      await conn.run(`CREATE OR REPLACE VIEW ${table} AS SELECT * FROM read_parquet(${sqlString(file)})`);
+    }
+  }
+  for (const ddl of Object.values(VENUE_VIEWS)) await conn.run(ddl);
+}

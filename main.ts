@@ -1,0 +1,83 @@
+/**
+ * Composition root: reads configuration once, makes sure a venue exists (generating the demo venue on first run,
+ * with a progress bar), opens it in DuckDB, and runs the live tail. Surfaces (REST, x402 gateway, MCP, jobs) mount
+ * here as they land.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { z } from 'zod';
+import { openDuckDB, queryRows } from './data/duckdb.ts';
+import { attachVenue } from './data/venue.ts';
+import { generateVenue } from './data/generator/index.ts';
+import { DEFAULT_END } from './data/generator/config.ts';
+import { DEMO_VENUE, REAL_MARKETS_CSV } from './data/generator/defaults.ts';
+import { progressBar } from './data/progress.ts';
+import { LiveTail } from './data/live-tail/tail.ts';
+
+const Env = z.object({
+  DATA_DIR: z.string().default('var'),
+  DEMO_WALLETS: z.coerce.number().int().min(100).default(DEMO_VENUE.wallets),
+  DEMO_DAYS: z.coerce.number().int().min(2).default(DEMO_VENUE.days),
+  DEMO_SEED: z.coerce.number().int().min(0).default(DEMO_VENUE.seed),
+  LIVE_TAIL: z.enum(['on', 'off']).default('on'),
+  LIVE_TAIL_RATE: z.coerce.number().positive().max(10_000).default(68),
+  LIVE_TAIL_SPEED: z.coerce.number().positive().max(100_000).default(1),
+});
+
+const parsed = Env.safeParse(process.env);
+if (!parsed.success) {
+  console.error(`configuration error: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  process.exit(2);
+}
+const env = parsed.data;
+const venueOpts = { wallets: env.DEMO_WALLETS, days: env.DEMO_DAYS, seed: env.DEMO_SEED, end: DEFAULT_END, realMarketsCsv: REAL_MARKETS_CSV };
+const root = resolve(env.DATA_DIR, `demo-w${venueOpts.wallets}-d${venueOpts.days}-s${venueOpts.seed}`);
+const dbPath = join(root, 'venue.duckdb');
+await mkdir(root, { recursive: true });
+
+if (!existsSync(join(root, 'manifest.json'))) {
+  console.error(`Generating the demo venue (${venueOpts.wallets.toLocaleString()} wallets, ${venueOpts.days} days, seed ${venueOpts.seed}) in ${root}`);
+  const bar = progressBar('demo venue');
+  const r = await generateVenue(venueOpts, root, bar.update);
+  bar.stop();
+  console.error(`  done in ${r.seconds.toFixed(1)} s: ${r.counts.fills!.toLocaleString()} fills, ${r.counts.markets!.toLocaleString()} markets`);
+}
+
+const { instance, conn } = await openDuckDB({ path: dbPath, threads: 2 });
+// The marker is written last, so a load interrupted half-way is redone on the next start.
+const loaded = await queryRows(conn, `SELECT 1 FROM information_schema.tables WHERE table_name = 'venue_loaded'`);
+if (loaded.length === 0) {
+  console.error('Loading the venue into DuckDB ...');
+  await attachVenue(conn, join(root, 'venue'), { materialize: true });
+  await conn.run(`CREATE TABLE venue_loaded AS SELECT now() AS loaded_at`);
+}
+const [summary] = await queryRows<Record<string, number | string>>(
+  conn,
+  `SELECT (SELECT count(*) FROM wallets) AS wallets, (SELECT count(*) FROM markets) AS markets, (SELECT count(*) FROM fills) AS fills,
+     (SELECT count(*) FROM resolutions) AS resolutions, (SELECT max(ts)::VARCHAR FROM fills) AS last_fill`,
+);
+console.log(`Venue ready: ${dbPath}`);
+console.log(`  ${JSON.stringify(summary)}`);
+console.log(`  Parquet tables: ${join(root, 'venue')}   ground truth: ${join(root, 'truth')}`);
+
+if (env.LIVE_TAIL === 'on') {
+  const tail = await LiveTail.start(conn, venueOpts, { ratePerSecond: env.LIVE_TAIL_RATE, speed: env.LIVE_TAIL_SPEED });
+  console.log(`Live tail: ~${env.LIVE_TAIL_RATE} taker fills/s (speed x${env.LIVE_TAIL_SPEED}); Ctrl-C to stop.`);
+  const timer = setInterval(() => {
+    const s = tail.stats();
+    console.log(`  tail: ${s.fills} fills (${s.fillsPerSecond.toFixed(1)}/s), ${s.resolutions} resolutions, venue time ${s.venueTime}`);
+  }, 10_000);
+  const stop = async () => {
+    clearInterval(timer);
+    await tail.stop();
+    conn.closeSync();
+    instance.closeSync();
+    process.exit(0);
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+} else {
+  conn.closeSync();
+  instance.closeSync();
+}
