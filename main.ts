@@ -14,6 +14,8 @@ import { DEFAULT_END } from './data/generator/config.ts';
 import { DEMO_VENUE, REAL_MARKETS_CSV } from './data/generator/defaults.ts';
 import { progressBar } from './data/progress.ts';
 import { LiveTail } from './data/live-tail/tail.ts';
+import { runAnalyticsBuild } from './core/analytics-build.ts';
+import { duckRunner } from './data/runner.ts';
 
 const Env = z.object({
   DATA_DIR: z.string().default('var'),
@@ -60,6 +62,23 @@ const [summary] = await queryRows<Record<string, number | string>>(
 console.log(`Venue ready: ${dbPath}`);
 console.log(`  ${JSON.stringify(summary)}`);
 console.log(`  Parquet tables: ${join(root, 'venue')}   ground truth: ${join(root, 'truth')}`);
+
+// Analytics: built once per venue load (as of the latest stored fill); rebuilt on demand by `npm run analytics:build`.
+const built = await queryRows(conn, `SELECT 1 FROM information_schema.tables WHERE table_name = 'a_meta'`);
+if (built.length === 0) {
+  const [last] = await queryRows<{ t: Date }>(conn, `SELECT max(ts) AS t FROM fills`);
+  const bar = progressBar('analytics');
+  const report = await runAnalyticsBuild(duckRunner(conn), last!.t, (name, i, n) => bar.update(name, i, n));
+  bar.stop();
+  console.error(`  analytics built in ${report.total_seconds.toFixed(1)} s: ${report.wallets.toLocaleString()} wallets, ${report.positions.toLocaleString()} positions`);
+}
+const [meta] = await queryRows<Record<string, unknown>>(
+  conn,
+  `SELECT (SELECT as_of::VARCHAR FROM a_meta) AS as_of, count(*) AS wallets, count(*) FILTER (WHERE calibration_ranked) AS ranked_on_calibration,
+     count(*) FILTER (WHERE len(smart_money_tags) > 0) AS tagged FROM a_wallet_metrics`,
+);
+console.log(`Analytics ready (tables a_positions, a_calibration, a_alpha, a_features, a_wallet_metrics in the same database):`);
+console.log(`  ${JSON.stringify(meta)}`);
 
 if (env.LIVE_TAIL === 'on') {
   const tail = await LiveTail.start(conn, venueOpts, { ratePerSecond: env.LIVE_TAIL_RATE, speed: env.LIVE_TAIL_SPEED });

@@ -122,10 +122,10 @@ export const VENUE_VIEWS = {
   tokens: `CREATE OR REPLACE VIEW tokens AS
     SELECT yes_token_id AS token_id, market_id, 0::UTINYINT AS outcome_index FROM markets
     UNION ALL SELECT no_token_id, market_id, 1::UTINYINT FROM markets`,
-  // Both parties of a fill as (wallet, token, side, price, shares); the maker's leg follows match_type.
+  // Both parties of a fill as (wallet, token, side, price, shares, fee); the maker's leg follows match_type.
   fill_legs: `CREATE OR REPLACE VIEW fill_legs AS
     SELECT tx_hash, log_index, ts, market_id, outcome_index, taker_id AS wallet_id, 'taker' AS role, side,
-           price, shares, size_usdc FROM fills
+           price, shares, size_usdc, fee_usdc FROM fills
     UNION ALL
     SELECT tx_hash, log_index, ts, market_id,
            CASE WHEN match_type = 'direct' THEN outcome_index ELSE 1 - outcome_index END::UTINYINT,
@@ -134,7 +134,8 @@ export const VENUE_VIEWS = {
                 WHEN match_type = 'mint' THEN 'BUY' ELSE 'SELL' END,
            CASE WHEN match_type = 'direct' THEN price ELSE 1 - price END,
            shares,
-           CASE WHEN match_type = 'direct' THEN size_usdc ELSE (1 - price) * shares END
+           CASE WHEN match_type = 'direct' THEN size_usdc ELSE (1 - price) * shares END,
+           0.0 -- the fee is the taker's
     FROM fills`,
 } as const;
 

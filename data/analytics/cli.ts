@@ -1,0 +1,39 @@
+/**
+ * npm run analytics:build -- (--venue DIR | --db PATH) [--as-of ISO] [--views]
+ * Builds the a_* analytics tables as of T (default: the latest fill) and prints step timings.
+ */
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { runAnalyticsBuild } from '../../core/analytics-build.ts';
+import { queryRows } from '../duckdb.ts';
+import { duckRunner } from '../runner.ts';
+import { progressBar } from '../progress.ts';
+import { openVenueDb } from './open.ts';
+
+const Args = z
+  .object({
+    venue: z.string().optional(),
+    db: z.string().optional(),
+    'as-of': z.string().datetime({ offset: true }).optional(),
+    views: z.boolean().optional(),
+    'memory-limit': z.string().optional(),
+  })
+  .refine((a) => a.venue || a.db, { message: 'give --venue DIR or --db PATH' });
+const { values } = parseArgs({ options: { venue: { type: 'string' }, db: { type: 'string' }, 'as-of': { type: 'string' }, views: { type: 'boolean' }, 'memory-limit': { type: 'string' } } });
+const parsed = Args.safeParse(values);
+if (!parsed.success) {
+  console.error(`analytics:build: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'args'}: ${i.message}`).join('; ')}`);
+  process.exit(2);
+}
+const a = parsed.data;
+const t0 = performance.now();
+const { instance, conn } = await openVenueDb({ venueDir: a.venue, db: a.db, materialize: !a.views, memoryLimit: a['memory-limit'] });
+const loadSeconds = (performance.now() - t0) / 1000;
+const [last] = await queryRows<{ t: Date | null }>(conn, `SELECT max(ts) AS t FROM fills`);
+const asOf = a['as-of'] ? new Date(a['as-of']) : (last?.t ?? new Date());
+const bar = progressBar('analytics');
+const report = await runAnalyticsBuild(duckRunner(conn), asOf, (name, i, n) => bar.update(name, i, n));
+bar.stop();
+console.log(JSON.stringify({ load_seconds: Number(loadSeconds.toFixed(2)), ...report, peak_rss_mb: Math.round(process.memoryUsage().rss / 2 ** 20) }, null, 2));
+conn.closeSync();
+instance.closeSync();
