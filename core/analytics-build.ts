@@ -6,6 +6,7 @@
  */
 import { calibrationInputsSql, walletCalibrationSql } from './calibration.ts';
 import { walletAlphaSql } from './alpha.ts';
+import { walletRiskSql } from './risk.ts';
 import { positionsSql } from './positions.ts';
 import { tsLiteral, type AsOf, type QueryRunner } from './query.ts';
 import { TAG_RULES, sharpCutoff, tagsSql } from './tags.ts';
@@ -59,8 +60,10 @@ export function walletMetricsSql(sharpMinDeviate: number): string {
         CASE WHEN p.won + p.lost > 0 THEN 100.0 * p.won / (p.won + p.lost) END AS win_rate_pct,
         c.brier, c.calibration_excess, c.calibration_excess_z, c.calibration_skew, c.skill_deviate, coalesce(c.n_markets, 0) AS n_resolved_markets,
         coalesce(c.calibration_ranked, false) AS calibration_ranked, c.calibration_excess_z_pctile,
-        a.alpha_1h_cents, a.n_alpha_1h, a.alpha_24h_cents, a.n_alpha_24h, a.alpha_res_cents, a.n_alpha_res
-      FROM a_features f LEFT JOIN pos p USING (wallet_id) LEFT JOIN a_calibration c USING (wallet_id) LEFT JOIN a_alpha a USING (wallet_id))
+        a.alpha_1h_cents, a.n_alpha_1h, a.alpha_24h_cents, a.n_alpha_24h, a.alpha_res_cents, a.n_alpha_res,
+        coalesce(k.risk_days, 0) AS risk_days, k.sharpe, k.sortino, k.max_drawdown
+      FROM a_features f LEFT JOIN pos p USING (wallet_id) LEFT JOIN a_calibration c USING (wallet_id) LEFT JOIN a_alpha a USING (wallet_id)
+        LEFT JOIN a_risk k USING (wallet_id))
     SELECT *, ${tagsSql(sharpMinDeviate)} AS smart_money_tags,
       100 * percent_rank() OVER (ORDER BY total_pnl) AS total_pnl_pctile,
       100 * percent_rank() OVER (ORDER BY realized_pnl) AS realized_pnl_pctile,
@@ -76,6 +79,7 @@ export function analyticsBuildSteps(asOf: AsOf): BuildStep[] {
     { name: 'calibration', sql: `CREATE OR REPLACE TABLE a_calibration AS ${walletCalibrationSql(`(${calibrationInputsSql('a_positions')})`)}` },
     { name: 'alpha', sql: `CREATE OR REPLACE TABLE a_alpha AS ${walletAlphaSql(asOf)}` },
     { name: 'features', sql: `CREATE OR REPLACE TABLE a_features AS ${walletFeaturesSql(asOf)}` },
+    { name: 'risk', sql: `CREATE OR REPLACE TABLE a_risk AS ${walletRiskSql(asOf)}` },
   ];
 }
 

@@ -63,8 +63,9 @@ export interface CalibrationSummary {
   bins: CalibrationBin[];
 }
 
+/** Bin of p: [0,0.1) ... [0.9,1.0]. The 1e-9 nudge keeps averages like 0.7 computed as 0.6999999999999998 in bin 7. */
 export function binIndex(p: number): number {
-  return Math.min(CALIBRATION_BINS - 1, Math.max(0, Math.floor(p * CALIBRATION_BINS)));
+  return Math.min(CALIBRATION_BINS - 1, Math.max(0, Math.floor(p * CALIBRATION_BINS + 1e-9)));
 }
 
 export function binLabel(i: number): string {

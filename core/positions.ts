@@ -13,7 +13,8 @@
  * NO converted), the NO tokens leave for exactly that USDC and the YES tokens received cost nothing.
  * A wallet's total P&L is therefore exact whatever the split between its tokens. Resolution realizes every share
  * still held at its payout (redeemed or not); redemptions after it move tokens to USDC at the value already
- * realized. Fees are the taker's: they raise a buy's cost and lower a sell's proceeds.
+ * realized. Fees are the taker's: they raise a buy's cost and lower a sell's proceeds. Money and shares are rounded
+ * to 6 decimals (USDC's atomic unit), prices to 9: a rebuild gives the same figures whatever order threads summed in.
  */
 import { tsLiteral, type AsOf, type QueryRunner } from './query.ts';
 
@@ -22,12 +23,19 @@ export const DUST_SHARES = 1e-6;
 /** The +/- USD band inside which the winning side decides WON/LOST (spec: position dust band). */
 export const PNL_BAND_USD = 0.01;
 
-/** Every position-changing event up to T, with a signed quantity and an effective price per share. */
+/** Position key packed in one BIGINT (wallet << 32 | market << 1 | outcome): one integer to partition and sort on. */
+const PK = `(wallet_id::BIGINT << 32) | (market_id::BIGINT << 1) | outcome_index::BIGINT`;
+
+/**
+ * Every position-changing event up to T, with a signed quantity and an effective price per share. Events of one
+ * position are ordered by (ts, log_index): on chain, log_index numbers a block's logs in execution order; at equal
+ * (ts, log_index) inventory comes first, and of two legs of one self-matched fill the buy.
+ */
 export function positionEventsSql(asOf: AsOf): string {
   const T = tsLiteral(asOf);
   return `
   fill_ev AS (
-    SELECT wallet_id, market_id, outcome_index, ts, 1 AS ord, tx_hash, log_index,
+    SELECT ${PK} AS pk, ts, 1 AS ord, log_index,
            CASE side WHEN 'BUY' THEN shares ELSE -shares END AS q,
            CASE side WHEN 'BUY' THEN price + fee_usdc / shares ELSE price - fee_usdc / shares END AS px,
            CASE side WHEN 'BUY' THEN shares ELSE 0 END AS buy_q,
@@ -46,8 +54,8 @@ export function positionEventsSql(asOf: AsOf): string {
       sum(CASE WHEN q > 0 THEN q * mid ELSE 0 END) OVER ev AS in_value
     FROM inv_legs WINDOW ev AS (PARTITION BY tx_hash, log_index)),
   inv_ev AS (
-    SELECT wallet_id, market_id, outcome_index, ts, 0 AS ord, tx_hash, log_index, q,
-      CASE
+    SELECT ${PK} AS pk, ts, 0 AS ord, log_index, q,
+      round(CASE
         WHEN kind = 'SPLIT' THEN mid * (-usdc_delta) / nullif(in_value, 0)
         WHEN kind = 'MERGE' THEN mid * usdc_delta / nullif(out_value, 0)
         -- CONVERT: the NO legs leave at their mid, unless nothing is received but USDC (every NO of the group
@@ -55,7 +63,7 @@ export function positionEventsSql(asOf: AsOf): string {
         WHEN q < 0 AND (in_value = 0 OR out_value < usdc_delta) THEN mid * usdc_delta / out_value
         WHEN q < 0 THEN mid
         ELSE mid * greatest(out_value - usdc_delta, 0) / nullif(in_value, 0)
-      END AS px,
+      END, 12) AS px,
       0.0 AS buy_q, 0.0 AS buy_notional, 0.0 AS size_usdc, 0 AS is_trade
     FROM inv_valued),
   ev AS (SELECT * FROM fill_ev UNION ALL SELECT * FROM inv_ev)`;
@@ -69,10 +77,9 @@ export function positionEventsSql(asOf: AsOf): string {
 export function positionsSql(asOf: AsOf): string {
   const T = tsLiteral(asOf);
   return `WITH ${positionEventsSql(asOf)},
-  keyed AS (SELECT *, (wallet_id::BIGINT << 32) | (market_id::BIGINT << 1) | outcome_index::BIGINT AS pk FROM ev),
   seq AS (
     SELECT *, sum(q) OVER k AS held_after, row_number() OVER k AS n
-    FROM keyed WINDOW k AS (PARTITION BY pk ORDER BY ts, ord, tx_hash, log_index, q DESC ROWS UNBOUNDED PRECEDING)),
+    FROM ev WINDOW k AS (PARTITION BY pk ORDER BY ts, log_index, ord, q DESC ROWS UNBOUNDED PRECEDING)),
   epi AS (
     SELECT *, held_after - q AS held_before,
       -- an event that finds the position empty opens a new episode (the average restarts)
@@ -91,13 +98,13 @@ export function positionsSql(asOf: AsOf): string {
       CASE WHEN held_before <= ${DUST_SHARES} THEN 0 ELSE exp(big_l - ln_a) * (g - b * exp(-big_l)) END AS cost_before
     FROM cost),
   pos AS (
-    SELECT any_value(wallet_id) AS wallet_id, any_value(market_id) AS market_id, any_value(outcome_index) AS outcome_index,
-      greatest(arg_max(held_after, n), 0) AS shares,
-      arg_max(cost_after, n) AS cost_basis,
-      sum(CASE WHEN q < 0 THEN -q * (px - CASE WHEN held_before > ${DUST_SHARES} THEN cost_before / held_before ELSE px END) ELSE 0 END) AS trade_pnl,
-      sum(buy_q) AS bought_shares,
-      sum(buy_notional) / nullif(sum(buy_q), 0) AS entry_price,
-      sum(size_usdc) AS volume_usdc,
+    SELECT (pk >> 32)::INTEGER AS wallet_id, ((pk >> 1) & 2147483647)::INTEGER AS market_id, (pk & 1)::UTINYINT AS outcome_index,
+      round(greatest(arg_max(held_after, n), 0), 6) AS shares,
+      round(arg_max(cost_after, n), 6) AS cost_basis,
+      round(sum(CASE WHEN q < 0 THEN -q * (px - CASE WHEN held_before > ${DUST_SHARES} THEN cost_before / held_before ELSE px END) ELSE 0 END), 6) AS trade_pnl,
+      round(sum(buy_q), 6) AS bought_shares,
+      round(sum(buy_notional) / nullif(sum(buy_q), 0), 9) AS entry_price,
+      round(sum(size_usdc), 6) AS volume_usdc,
       sum(is_trade)::INTEGER AS trades,
       min(ts) AS first_ts, max(ts) AS last_ts
     FROM steps GROUP BY pk),
@@ -115,8 +122,8 @@ export function positionsSql(asOf: AsOf): string {
     FROM marks m LEFT JOIN res r USING (market_id) LEFT JOIN redeemed d USING (wallet_id, market_id, outcome_index)),
   pnl AS (
     SELECT *,
-      CASE WHEN resolved THEN trade_pnl + shares * payout - cost_basis ELSE trade_pnl END AS realized_pnl,
-      CASE WHEN resolved THEN 0 ELSE shares * coalesce(mark, cost_basis / nullif(shares, 0), 0) - cost_basis END AS unrealized_pnl
+      round(CASE WHEN resolved THEN trade_pnl + shares * payout - cost_basis ELSE trade_pnl END, 6) AS realized_pnl,
+      round(CASE WHEN resolved THEN 0 ELSE shares * coalesce(mark, cost_basis / nullif(shares, 0), 0) - cost_basis END, 6) AS unrealized_pnl
     FROM valued)
   SELECT wallet_id, market_id, outcome_index, shares, cost_basis,
     cost_basis / nullif(shares, 0) AS avg_price, bought_shares, entry_price,

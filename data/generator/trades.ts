@@ -170,7 +170,8 @@ export class VenueSimulator {
         }
       }
       const hi = lastFillS(m, v.endS);
-      const lo = Math.max(m.openS, v.startS);
+      // a minute after opening: market makers split before their first sale, at a strictly earlier time
+      const lo = Math.max(m.openS + 60, v.startS);
       if (hi <= lo) continue;
       t = Math.min(hi, Math.max(lo, t));
       const outcome = decideOutcome(arch, rng, lead, m, t);
@@ -332,7 +333,7 @@ export class VenueSimulator {
         const split = Math.ceil(Math.max(soldYes, soldNo) * 100) / 100;
         if (split > 0) {
           const key = nextKey(mm);
-          const ts = Math.max(m.openS, (this.mmFirst[s] as number) - 30);
+          const ts = (this.mmFirst[s] as number) - 30;
           this.sink.inventory(key, ts, mm, KIND_SPLIT, m.marketId, m.groupId, split, -split);
           this.sink.leg(key, mm, m.marketId, 0, split);
           this.sink.leg(key, mm, m.marketId, 1, split);

@@ -6,8 +6,8 @@
  *
  * Rules (docs + header of core/positions.ts):
  * - A position is (wallet, market, outcome). Its events, as of T (only ts <= T), are its fill legs and its
- *   inventory legs except REDEEM, in order (ts, inventory before fills at equal ts, tx_hash, log_index, and for
- *   the two legs of one self-matched fill, the buy before the sell).
+ *   inventory legs except REDEEM, in order (ts, log_index — a block's execution order on chain —, inventory
+ *   before fills at equal (ts, log_index), and for the two legs of one self-matched fill, the buy before the sell).
  * - Fill legs: the taker's leg is the fill itself; the maker's follows match_type (direct: same token, other side,
  *   same price; mint: the complement, BUY at 1 - price; merge: the complement, SELL at 1 - price). The fee is the
  *   taker's: a buy's effective price is price + fee/shares, a sell's price - fee/shares; the maker pays none.
@@ -228,9 +228,8 @@ export function referencePositions(v: Venue, asOf: number): RefPosition[] {
     evs.sort(
       (a, b) =>
         a.ts - b.ts ||
-        a.ord - b.ord ||
-        (a.tx_hash < b.tx_hash ? -1 : a.tx_hash > b.tx_hash ? 1 : 0) ||
         a.log_index - b.log_index ||
+        a.ord - b.ord ||
         b.q - a.q,
     );
     let shares = 0;
