@@ -16,7 +16,8 @@ export const TAG_RULES = {
    */
   sharp: { minResolvedMarkets: MIN_RESOLVED_MARKETS, falseDiscoveryRate: 0.1, minDeviate: 2 },
   whale: { minTrades: 10, minMedianFillUsd: 2_500, minVolumeUsd: 50_000 },
-  early_bird: { minPositions: 20, maxMedianEntryAge: 0.1 },
+  /** liquidity providers quote every new market from its first minute: their passive fills are not early conviction */
+  early_bird: { minPositions: 20, maxMedianEntryAge: 0.1, minTakerShare: 0.3 },
   contrarian: { minBuys: 20, minContrarianShare: 0.5, dropCents: 5 },
 } as const;
 
@@ -30,7 +31,7 @@ export function tagsSql(sharpMinDeviate: number): string {
   return `list_filter([
       CASE WHEN trade_count >= ${r.whale.minTrades} AND median_fill_usdc >= ${r.whale.minMedianFillUsd} AND lifetime_volume_usdc >= ${r.whale.minVolumeUsd} THEN 'whale' END,
       CASE WHEN calibration_ranked AND skill_deviate >= '${sharpMinDeviate}'::DOUBLE THEN 'sharp' END,
-      CASE WHEN n_entry_positions >= ${r.early_bird.minPositions} AND median_entry_age <= ${r.early_bird.maxMedianEntryAge} THEN 'early_bird' END,
+      CASE WHEN n_entry_positions >= ${r.early_bird.minPositions} AND median_entry_age <= ${r.early_bird.maxMedianEntryAge} AND taker_share >= ${r.early_bird.minTakerShare} THEN 'early_bird' END,
       CASE WHEN n_buys >= ${r.contrarian.minBuys} AND contrarian_buy_share >= ${r.contrarian.minContrarianShare} THEN 'contrarian' END
     ], x -> x IS NOT NULL)`;
 }
@@ -42,6 +43,7 @@ export interface TagInputs {
   calibration_ranked: boolean;
   skill_deviate: number | null;
   n_entry_positions: number;
+  taker_share: number | null;
   median_entry_age: number | null;
   n_buys: number;
   contrarian_buy_share: number | null;
@@ -63,7 +65,7 @@ export function smartMoneyTags(m: TagInputs, sharpMinDeviate: number): SmartMone
   const tags: SmartMoneyTag[] = [];
   if (m.trade_count >= r.whale.minTrades && (m.median_fill_usdc ?? 0) >= r.whale.minMedianFillUsd && m.lifetime_volume_usdc >= r.whale.minVolumeUsd) tags.push('whale');
   if (m.calibration_ranked && m.skill_deviate !== null && m.skill_deviate >= sharpMinDeviate) tags.push('sharp');
-  if (m.n_entry_positions >= r.early_bird.minPositions && m.median_entry_age !== null && m.median_entry_age <= r.early_bird.maxMedianEntryAge) tags.push('early_bird');
+  if (m.n_entry_positions >= r.early_bird.minPositions && m.median_entry_age !== null && m.median_entry_age <= r.early_bird.maxMedianEntryAge && (m.taker_share ?? 0) >= r.early_bird.minTakerShare) tags.push('early_bird');
   if (m.n_buys >= r.contrarian.minBuys && (m.contrarian_buy_share ?? 0) >= r.contrarian.minContrarianShare) tags.push('contrarian');
   return tags;
 }

@@ -175,6 +175,16 @@ export async function resolveTrader(db: QueryRunner, wallet: number | string): P
   return row ? { wallet_id: num0(row.wallet_id), address: row.address, username: row.username ?? null, pseudonym: row.pseudonym } : null;
 }
 
+/**
+ * positionEventsSql's `ev` rows carry the position as one packed key, pk = wallet << 32 | market << 1 | outcome,
+ * and positionsSql orders a position's events by (ts, log_index, ord, q desc). The episode and top-ROI queries
+ * below read `ev` directly, so they decode the key and use the same order (tested against positionsSql).
+ */
+const PK_WALLET = '(pk >> 32)::INTEGER';
+const PK_MARKET = '((pk >> 1) & 2147483647)::INTEGER';
+const PK_OUTCOME = '(pk & 1)::UTINYINT';
+const EVENT_ORDER = 'ts, log_index, ord, q DESC';
+
 const schemaCache = new WeakMap<QueryRunner, string>();
 /** The schema the unqualified venue names resolve to (the CTEs below must name the real relations explicitly). */
 async function venueSchema(db: QueryRunner): Promise<string> {
@@ -248,11 +258,15 @@ function effectiveAsOf(asOf: AsOf, cursor: { asOf: Date } | undefined): AsOf {
   return cursor && cursor.asOf.getTime() < asOf.getTime() ? cursor.asOf : asOf;
 }
 
-const listOf = <T extends readonly [string, ...string[]]>(values: T) =>
-  z.preprocess(
-    (v) => (typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter(Boolean) : v),
+/** A list option: an array or a comma-separated string, matched case-insensitively against the allowed values. */
+const listOf = <T extends readonly [string, ...string[]]>(values: T) => {
+  const upper = values.every((x) => x === x.toUpperCase());
+  const norm = (x: unknown) => (typeof x === 'string' ? (upper ? x.trim().toUpperCase() : x.trim().toLowerCase()) : x);
+  return z.preprocess(
+    (v) => (typeof v === 'string' ? v.split(',').map(norm).filter(Boolean) : Array.isArray(v) ? v.map(norm) : v),
     z.array(z.enum(values)).min(1).max(values.length),
   );
+};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Shared output pieces
@@ -704,10 +718,10 @@ export async function topRoiTrades(db: QueryRunner, asOf: AsOf, opts: TopRoiQuer
     mids AS (SELECT * FROM ${S}.mids WHERE market_id IN (SELECT market_id FROM fill_legs UNION SELECT market_id FROM inventory_legs)),
     ${positionEventsSql(asOf)},
     acq AS (
-      SELECT wallet_id, market_id, outcome_index,
+      SELECT ${PK_WALLET} AS wallet_id, ${PK_MARKET} AS market_id, ${PK_OUTCOME} AS outcome_index,
         sum(q * px) FILTER (WHERE q > 0 AND is_trade = 1) AS cost_in,
         count(*) FILTER (WHERE q > 0 AND is_trade = 0) AS inv_in
-      FROM ev GROUP BY ALL),
+      FROM ev GROUP BY pk),
     pos AS (SELECT * FROM (${positionsSql(asOf)}) WHERE resolved AND bought_shares > 0),
     t AS (
       SELECT pos.wallet_id, pos.market_id, pos.outcome_index, acq.cost_in AS cost_usdc, pos.realized_pnl AS profit_usdc,
@@ -827,10 +841,10 @@ async function holdStats(db: QueryRunner, schema: string, walletId: number, asOf
   const [r] = await db.all<Record<string, unknown>>(
     `WITH ${walletScopeSql(schema, walletId)},
     ${positionEventsSql(asOf)},
-    k AS (SELECT *, market_id::BIGINT * 2 + outcome_index AS pk FROM ev WHERE wallet_id = ${walletId}),
+    k AS (SELECT *, ${PK_MARKET} AS market_id FROM ev WHERE ${PK_WALLET} = ${walletId}),
     seq AS (
       SELECT *, sum(q) OVER w AS held_after, row_number() OVER w AS n
-      FROM k WINDOW w AS (PARTITION BY pk ORDER BY ts, ord, tx_hash, log_index, q DESC ROWS UNBOUNDED PRECEDING)),
+      FROM k WINDOW w AS (PARTITION BY pk ORDER BY ${EVENT_ORDER} ROWS UNBOUNDED PRECEDING)),
     epi AS (
       SELECT *, sum(CASE WHEN held_after - q <= ${DUST_SHARES} THEN 1 ELSE 0 END) OVER (PARTITION BY pk ORDER BY n ROWS UNBOUNDED PRECEDING) AS episode
       FROM seq),
@@ -927,6 +941,7 @@ async function walletEdge(db: QueryRunner, schema: string, walletId: number, asO
           calibration_ranked: s.ranked,
           skill_deviate: deviate,
           n_entry_positions: num0(feat.n_entry_positions),
+          taker_share: num(feat.taker_share),
           median_entry_age: num(feat.median_entry_age),
           n_buys: num0(feat.n_buys),
           contrarian_buy_share: num(feat.contrarian_buy_share),

@@ -126,7 +126,7 @@ describe('analytics build as of the end of the venue', () => {
     expect(meta.sharp_min_deviate ?? Number.POSITIVE_INFINITY).toBe(cut);
     expect(meta.ranked_wallets).toBe(deviates.length);
     const rows = await v.rows<TagInputs & { wallet_id: number; smart_money_tags: string[] }>(`SELECT wallet_id, smart_money_tags, trade_count, median_fill_usdc,
-      lifetime_volume_usdc, calibration_ranked, skill_deviate, n_entry_positions, median_entry_age, n_buys, contrarian_buy_share FROM a_wallet_metrics`);
+      lifetime_volume_usdc, calibration_ranked, skill_deviate, n_entry_positions, taker_share, median_entry_age, n_buys, contrarian_buy_share FROM a_wallet_metrics`);
     const counts = new Map<string, number>();
     for (const r of rows) {
       for (const t of r.smart_money_tags) {

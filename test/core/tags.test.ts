@@ -31,6 +31,7 @@ const NONE: TagInputs = {
   calibration_ranked: false,
   skill_deviate: null,
   n_entry_positions: 0,
+  taker_share: null,
   median_entry_age: null,
   n_buys: 0,
   contrarian_buy_share: null,
@@ -39,9 +40,9 @@ const NONE: TagInputs = {
 const CUT = 2.5;
 const WHALE: TagInputs = { ...NONE, trade_count: 10, median_fill_usdc: 2500, lifetime_volume_usdc: 50_000 };
 const SHARP: TagInputs = { ...NONE, calibration_ranked: true, skill_deviate: CUT };
-const EARLY: TagInputs = { ...NONE, n_entry_positions: 20, median_entry_age: 0.1 };
+const EARLY: TagInputs = { ...NONE, n_entry_positions: 20, median_entry_age: 0.1, taker_share: 0.3 };
 const CONTRA: TagInputs = { ...NONE, n_buys: 20, contrarian_buy_share: 0.5 };
-const ALL: TagInputs = { ...WHALE, calibration_ranked: true, skill_deviate: CUT, n_entry_positions: 20, median_entry_age: 0.1, n_buys: 20, contrarian_buy_share: 0.5 };
+const ALL: TagInputs = { ...WHALE, calibration_ranked: true, skill_deviate: CUT, n_entry_positions: 20, median_entry_age: 0.1, taker_share: 0.3, n_buys: 20, contrarian_buy_share: 0.5 };
 const tags = (m: TagInputs, cut = CUT) => smartMoneyTags(m, cut);
 
 describe('smartMoneyTags: rules at their edges', () => {
@@ -49,7 +50,7 @@ describe('smartMoneyTags: rules at their edges', () => {
     expect(TAG_RULES).toEqual({
       sharp: { minResolvedMarkets: 30, falseDiscoveryRate: 0.1, minDeviate: 2 },
       whale: { minTrades: 10, minMedianFillUsd: 2_500, minVolumeUsd: 50_000 },
-      early_bird: { minPositions: 20, maxMedianEntryAge: 0.1 },
+      early_bird: { minPositions: 20, maxMedianEntryAge: 0.1, minTakerShare: 0.3 },
       contrarian: { minBuys: 20, minContrarianShare: 0.5, dropCents: 5 },
     });
     expect(TAG_RULES.sharp.minResolvedMarkets).toBe(MIN_RESOLVED_MARKETS);
@@ -85,6 +86,9 @@ describe('smartMoneyTags: rules at their edges', () => {
     expect(tags(EARLY)).toEqual(['early_bird']);
     expect(tags({ ...EARLY, median_entry_age: 0 })).toEqual(['early_bird']);
     expect(tags({ ...EARLY, n_entry_positions: 19 })).toEqual([]);
+    // a liquidity provider (mostly maker) quoting new markets is not an early bird
+    expect(tags({ ...EARLY, taker_share: 0.29 })).toEqual([]);
+    expect(tags({ ...EARLY, taker_share: null })).toEqual([]);
     expect(tags({ ...EARLY, median_entry_age: nextUp(0.1) })).toEqual([]);
     expect(tags({ ...EARLY, median_entry_age: null })).toEqual([]);
   });
@@ -184,12 +188,12 @@ const dbl = (x: number | null) => (x === null ? 'NULL' : `'${x}'::DOUBLE`); // e
 /** tagsSql(cut) evaluated over typed rows of the wallet-metrics columns it reads. */
 async function sqlTags(inputs: readonly TagInputs[], cut: number): Promise<string[][]> {
   await conn.run(`CREATE OR REPLACE TABLE m (id INTEGER, trade_count INTEGER, median_fill_usdc DOUBLE, lifetime_volume_usdc DOUBLE,
-    calibration_ranked BOOLEAN, skill_deviate DOUBLE, n_entry_positions INTEGER, median_entry_age DOUBLE, n_buys INTEGER,
+    calibration_ranked BOOLEAN, skill_deviate DOUBLE, n_entry_positions INTEGER, taker_share DOUBLE, median_entry_age DOUBLE, n_buys INTEGER,
     contrarian_buy_share DOUBLE)`);
   const values = inputs.map(
     (r, i) =>
       `(${i}, ${r.trade_count}, ${dbl(r.median_fill_usdc)}, ${dbl(r.lifetime_volume_usdc)}, ${r.calibration_ranked}, ${dbl(r.skill_deviate)},
-        ${r.n_entry_positions}, ${dbl(r.median_entry_age)}, ${r.n_buys}, ${dbl(r.contrarian_buy_share)})`,
+        ${r.n_entry_positions}, ${dbl(r.taker_share)}, ${dbl(r.median_entry_age)}, ${r.n_buys}, ${dbl(r.contrarian_buy_share)})`,
   );
   await conn.run(`INSERT INTO m VALUES ${values.join(',')}`);
   const rows = await queryRows<{ tags: string[] }>(conn, `SELECT ${tagsSql(cut)} AS tags FROM m ORDER BY id`);
@@ -220,6 +224,7 @@ const cohortArb = fc
           calibration_ranked: fc.boolean(),
           skill_deviate: orNull(Number.isFinite(cut) ? near(cut, -10, 10) : fc.double({ min: -10, max: 1e6, noNaN: true })),
           n_entry_positions: nearInt(20, 500),
+          taker_share: orNull(near(0.3, 0, 1)),
           median_entry_age: orNull(near(0.1, 0, 1)),
           n_buys: nearInt(20, 500),
           contrarian_buy_share: orNull(near(0.5, 0, 1)),

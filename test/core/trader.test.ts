@@ -555,8 +555,8 @@ describe('copyFitness and traderPlaybook: worked example', () => {
     expect(c.sample).toMatchObject({ n_fills: 7, n_markets: 3, n_resolved_markets: 1, first_trade_at: new Date(day(0)).toISOString(), last_trade_at: new Date(day(3)).toISOString() });
     expect(c.taker_share).toBeCloseTo(6 / 7, 12);
     expect(c.taker_share_usd).toBeCloseTo(240 / 340, 12);
-    const close = (got: Record<string, number | null>, want: Record<string, number>) => {
-      for (const [k, x] of Object.entries(want)) expect(got[k], k).toBeCloseTo(x, 9);
+    const close = (got: object, want: Record<string, number>) => {
+      for (const [k, x] of Object.entries(want)) expect((got as Record<string, number | null>)[k], k).toBeCloseTo(x, 9);
     };
     close(c.clip_usd, { p25: 30, p50: 40, p75: 60, p95: 91 });
     close(c.entry_price, { p10: 0.24, p25: 0.3, median: 0.4, p75: 0.5, p90: 0.56 });
@@ -745,6 +745,10 @@ describe('generated venue (3,000 wallets, 30 days)', () => {
       expect(c.sample.n_fills).toBe(m.trade_count);
       expect(c.edge.calibration_excess_z).toBeCloseTo(m.calibration_excess_z!, 9);
       expect([...c.edge.tags].sort()).toEqual([...m.tags].sort());
+      const [{ n }] = (await v.rows<{ n: number }>(
+        `SELECT count(*)::INTEGER AS n FROM a_positions WHERE wallet_id = ${m.wallet_id} AND status = 'OPEN' AND shares > 1e-6`,
+      )) as [{ n: number }];
+      expect(c.hold_time_hours.n_open).toBe(n);
     }
   });
 
@@ -769,10 +773,27 @@ describe('generated venue (3,000 wallets, 30 days)', () => {
     expect(pb.rules.length).toBeGreaterThanOrEqual(3);
     expect(pb.rules.length).toBeLessThanOrEqual(5);
     expect(JSON.stringify(pb).length).toBeLessThan(4000); // well under 2,000 tokens
-    const [{ n }] = (await v.rows<{ n: number }>(`SELECT count(*)::INTEGER AS n FROM a_positions WHERE wallet_id = ${w}`)) as [{ n: number }];
+    // the wallet-scoped positions are the build's positions (the narrowing never decides a figure)
+    const built = await v.rows<{ k: string; status: string; total_pnl: number; shares: number; open: boolean }>(
+      `SELECT m.condition_id || ':' || p.outcome_index AS k, p.status, p.total_pnl, p.shares, (p.status = 'OPEN' AND p.shares > 1e-6) AS open
+      FROM a_positions p JOIN markets m USING (market_id) WHERE p.wallet_id = ${w}`,
+    );
     const pos = (await traderPositions(gdb, w, END, { limit: 200 }))!;
     expect(TraderPositions.parse(pos)).toEqual(pos);
-    expect(pos.total_rows).toBe(n);
+    expect(pos.total_rows).toBe(built.length);
+    expect(pos.next_cursor).toBeNull();
+    const feed = new Map(pos.rows.map((r) => [`${r.condition_id}:${r.outcome === 'YES' ? 0 : 1}`, r]));
+    for (const b of built) {
+      const r = feed.get(b.k)!;
+      expect(r, b.k).toBeDefined();
+      expect(r.status).toBe(b.status);
+      expect(r.total_pnl).toBeCloseTo(b.total_pnl, 6);
+      expect(r.shares).toBeCloseTo(b.shares, 6);
+    }
+    // every open position is exactly one censored hold episode (the episode query follows positionsSql's order)
+    const nOpen = built.filter((b) => b.open).length;
+    expect(c.hold_time_hours.n_open).toBe(nOpen);
+    expect(pb.open.positions).toBe(nOpen);
     const act = (await traderActivity(gdb, w, END, { limit: 100 }))!;
     expect(TraderActivity.parse(act)).toEqual(act);
     expect(act.items).toHaveLength(100);
