@@ -41,19 +41,18 @@ function terminalBar(label: string): ProgressReporter {
 function plainLines(label: string): ProgressReporter {
   let current = '';
   let lastDecile = -1;
-  let phaseStart = performance.now();
+  const start = performance.now();
   return {
     update(phase, done, total) {
       if (phase !== current) {
         current = phase;
         lastDecile = -1;
-        phaseStart = performance.now();
       }
       const decile = total > 0 ? Math.floor((10 * done) / total) : 10;
       if (decile > lastDecile) {
         lastDecile = decile;
-        const s = ((performance.now() - phaseStart) / 1000).toFixed(1);
-        process.stderr.write(`${label} ${phase} ${decile * 10}% (${done}/${total}, ${s}s)\n`);
+        const s = ((performance.now() - start) / 1000).toFixed(1);
+        process.stderr.write(`${label} ${phase} ${decile * 10}% (${done}/${total}, ${s} s elapsed)\n`);
       }
     },
     stop() {},
