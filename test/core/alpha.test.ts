@@ -7,8 +7,8 @@ import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { walletAlphaSql } from '../../core/alpha.ts';
-import { openDuckDB, queryRows } from '../../data/duckdb.ts';
-import { createVenueSchema } from '../../data/schema.ts';
+import { queryRows } from '../../data/duckdb.ts';
+import { closeMemoryVenue, openMemoryVenue } from '../helpers/memory-venue.ts';
 
 const HOUR = 3_600_000;
 const B = Date.parse('2026-01-01T00:00:00Z');
@@ -92,12 +92,10 @@ async function insertResolution(r: Resolution) {
 }
 
 beforeAll(async () => {
-  ({ instance, conn } = await openDuckDB({ path: ':memory:', threads: 2 }));
-  await createVenueSchema(conn);
+  ({ instance, conn } = await openMemoryVenue());
 });
 afterAll(() => {
-  conn?.closeSync();
-  instance?.closeSync();
+  closeMemoryVenue(conn, instance);
 });
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -18,8 +18,8 @@ import {
 } from '../../core/calibration.ts';
 import { positionsSql } from '../../core/positions.ts';
 import { tsLiteral } from '../../core/query.ts';
-import { openDuckDB, queryRows } from '../../data/duckdb.ts';
-import { createVenueSchema } from '../../data/schema.ts';
+import { queryRows } from '../../data/duckdb.ts';
+import { closeMemoryVenue, openMemoryVenue } from '../helpers/memory-venue.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // A tiny hand-built venue
@@ -95,12 +95,10 @@ async function loadInputs(table: string, data: readonly { wallet_id: number; mar
 }
 
 beforeAll(async () => {
-  ({ instance, conn } = await openDuckDB({ path: ':memory:', threads: 2 }));
-  await createVenueSchema(conn);
+  ({ instance, conn } = await openMemoryVenue());
 });
 afterAll(() => {
-  conn?.closeSync();
-  instance?.closeSync();
+  closeMemoryVenue(conn, instance);
 });
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -33,10 +33,10 @@ import {
 } from '../../core/market.ts';
 import { positionsSql } from '../../core/positions.ts';
 import type { QueryRunner } from '../../core/query.ts';
-import { openDuckDB, queryRows } from '../../data/duckdb.ts';
+import { queryRows } from '../../data/duckdb.ts';
 import { duckRunner } from '../../data/runner.ts';
-import { createVenueSchema } from '../../data/schema.ts';
 import { makeVenue, type TestVenue } from '../helpers/venue.ts';
+import { closeMemoryVenue, openMemoryVenue } from '../helpers/memory-venue.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // A tiny venue in an in-memory DuckDB, with hand-made wallet labels
@@ -135,13 +135,11 @@ async function load(v: Venue, labelsAsOf: number, snapshot = false): Promise<voi
 }
 
 beforeAll(async () => {
-  ({ instance, conn } = await openDuckDB({ path: ':memory:', threads: 2 }));
-  await createVenueSchema(conn);
+  ({ instance, conn } = await openMemoryVenue());
   db = duckRunner(conn);
 });
 afterAll(() => {
-  conn?.closeSync();
-  instance?.closeSync();
+  closeMemoryVenue(conn, instance);
 });
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -9,9 +9,8 @@ import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { labelPosition, labelSql, positionsAsOf, winRatePct, type PositionRow } from '../../core/positions.ts';
-import { openDuckDB, queryRows } from '../../data/duckdb.ts';
+import { queryRows } from '../../data/duckdb.ts';
 import { duckRunner } from '../../data/runner.ts';
-import { createVenueSchema } from '../../data/schema.ts';
 import {
   midAt,
   referencePositions,
@@ -24,6 +23,7 @@ import {
   type VInventory,
   type VLeg,
 } from './reference.ts';
+import { closeMemoryVenue, openMemoryVenue } from '../helpers/memory-venue.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Loading a venue into DuckDB
@@ -33,12 +33,10 @@ let instance: DuckDBInstance;
 let conn: DuckDBConnection;
 
 beforeAll(async () => {
-  ({ instance, conn } = await openDuckDB({ path: ':memory:', threads: 2 }));
-  await createVenueSchema(conn);
+  ({ instance, conn } = await openMemoryVenue());
 });
 afterAll(() => {
-  conn?.closeSync();
-  instance?.closeSync();
+  closeMemoryVenue(conn, instance);
 });
 
 const TABLES = ['markets', 'wallets', 'fills', 'inventory_events', 'inventory_legs', 'resolutions', 'mids'] as const;

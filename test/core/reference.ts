@@ -22,6 +22,7 @@
  * - Resolution at or before T realizes the remaining shares at the payout; otherwise open shares are marked at
  *   the latest mid at or before T (at average cost if there is none).
  */
+import type { PositionLabel, PositionRow, PositionStatus } from '../../core/positions.ts';
 
 export const REF_DUST = 1e-6;
 export const REF_BAND = 0.01;
@@ -89,32 +90,10 @@ export interface Venue {
   mids: VMid[];
 }
 
-export type RefLabel = 'WON' | 'LOST' | 'VOID';
-export type RefStatus = RefLabel | 'REDEEMABLE' | 'OPEN';
-
-export interface RefPosition {
-  wallet_id: number;
-  market_id: number;
-  outcome_index: number;
-  shares: number;
-  cost_basis: number;
-  avg_price: number | null;
-  bought_shares: number;
-  entry_price: number | null;
-  realized_pnl: number;
-  unrealized_pnl: number;
-  total_pnl: number;
-  volume_usdc: number;
-  trades: number;
-  resolved: boolean;
-  winner_index: number | null;
-  is_void: boolean;
-  payout: number | null;
-  redeemed_shares: number;
-  mark: number | null;
-  pnl_label: RefLabel | null;
-  status: RefStatus;
-}
+// The reference computes independently; only the row shape is shared with core/positions.ts.
+export type RefLabel = PositionLabel;
+export type RefStatus = PositionStatus;
+export type RefPosition = PositionRow;
 
 /** One leg applied to one position. */
 interface Ev {

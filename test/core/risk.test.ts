@@ -6,8 +6,8 @@ import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MIN_RISK_DAYS, dailyReturnsSql, riskStats, walletRiskSql } from '../../core/risk.ts';
-import { openDuckDB, queryRows } from '../../data/duckdb.ts';
-import { createVenueSchema } from '../../data/schema.ts';
+import { queryRows } from '../../data/duckdb.ts';
+import { closeMemoryVenue, openMemoryVenue } from '../helpers/memory-venue.ts';
 
 let instance: DuckDBInstance;
 let conn: DuckDBConnection;
@@ -16,8 +16,7 @@ const ts = (ms: number) => `make_timestamp(${ms * 1000}::BIGINT)`;
 const T = new Date(day(21));
 
 beforeAll(async () => {
-  ({ instance, conn } = await openDuckDB({ path: ':memory:', threads: 2 }));
-  await createVenueSchema(conn);
+  ({ instance, conn } = await openMemoryVenue());
   await conn.run(`INSERT INTO wallets VALUES (1, '0x${'a'.repeat(40)}', NULL, 'Calm-Otter', NULL, false), (9, '0x${'9'.repeat(40)}', NULL, 'Bold-Yak', NULL, false)`);
   for (const m of [1, 2]) {
     await conn.run(`INSERT INTO markets VALUES (${m}, '0x${String(m).repeat(64)}', '0x${String(m).repeat(64)}', NULL, 'Q${m}?', 'q${m}', 'crypto',
@@ -39,8 +38,7 @@ beforeAll(async () => {
   await fill(day(4, 10), 1, 'SELL', 0.6, 100);
 });
 afterAll(() => {
-  conn?.closeSync();
-  instance?.closeSync();
+  closeMemoryVenue(conn, instance);
 });
 
 describe('riskStats', () => {

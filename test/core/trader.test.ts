@@ -27,10 +27,9 @@ import {
   verdictFor,
   type VerdictInputs,
 } from '../../core/trader.ts';
-import { openDuckDB } from '../../data/duckdb.ts';
 import { duckRunner } from '../../data/runner.ts';
-import { createVenueSchema } from '../../data/schema.ts';
 import { makeVenue, type TestVenue } from '../helpers/venue.ts';
+import { closeMemoryVenue, openMemoryVenue } from '../helpers/memory-venue.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // A tiny venue builder (times in epoch ms) and its loader into an in-memory DuckDB
@@ -102,13 +101,11 @@ let conn: DuckDBConnection;
 let db: QueryRunner;
 
 beforeAll(async () => {
-  ({ instance, conn } = await openDuckDB({ path: ':memory:', threads: 2 }));
-  await createVenueSchema(conn);
+  ({ instance, conn } = await openMemoryVenue());
   db = duckRunner(conn);
 });
 afterAll(() => {
-  conn?.closeSync();
-  instance?.closeSync();
+  closeMemoryVenue(conn, instance);
 });
 
 const d = (x: number) => `'${x}'::DOUBLE`;
