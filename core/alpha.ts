@@ -2,7 +2,8 @@
  * Alpha versus the mid (methodology "Alpha versus mid"): for a buy of token T at price p at time t,
  * alpha_h = value_T(t + h) - p; for a sell, p - value_T(t + h), where value is the latest mid at or before t + h,
  * or the payout when the market resolved by then. Horizons 1 h, 24 h and to resolution. Per wallet: the
- * size-weighted mean in cents and its count. A fill whose horizon has not elapsed by T does not count.
+ * size-weighted mean in cents and its count. A fill whose horizon has not elapsed by T does not count. Means are rounded to 1e-9 cent so
+ * that rebuilds agree whatever order parallel threads summed in.
  */
 import { tsLiteral, type AsOf } from './query.ts';
 
@@ -20,7 +21,7 @@ export function walletAlphaSql(asOf: AsOf): string {
     LEFT JOIN res r ON r.market_id = l.market_id AND r.outcome_index = l.outcome_index
     WHERE l.t${name} <= ${T}),
   a${name} AS (
-    SELECT wallet_id, 100 * sum(size_usdc * sign * move) / nullif(sum(size_usdc), 0) AS alpha_${name}_cents, count(*) AS n_alpha_${name}
+    SELECT wallet_id, round(100 * sum(size_usdc * sign * move) / nullif(sum(size_usdc), 0), 9) AS alpha_${name}_cents, count(*) AS n_alpha_${name}
     FROM h${name} WHERE move IS NOT NULL GROUP BY 1)`;
   return `WITH legs AS (
       SELECT wallet_id, market_id, outcome_index, ts, price, size_usdc, CASE side WHEN 'BUY' THEN 1 ELSE -1 END AS sign,
@@ -32,7 +33,7 @@ export function walletAlphaSql(asOf: AsOf): string {
     ${horizon('1h', 1)},
     ${horizon('24h', 24)},
     ares AS (
-      SELECT l.wallet_id, 100 * sum(l.size_usdc * l.sign * (r.payout - l.price)) / nullif(sum(l.size_usdc), 0) AS alpha_res_cents, count(*) AS n_alpha_res
+      SELECT l.wallet_id, round(100 * sum(l.size_usdc * l.sign * (r.payout - l.price)) / nullif(sum(l.size_usdc), 0), 9) AS alpha_res_cents, count(*) AS n_alpha_res
       FROM legs l JOIN res r ON r.market_id = l.market_id AND r.outcome_index = l.outcome_index GROUP BY 1)
     SELECT w.wallet_id, a1.alpha_1h_cents, coalesce(a1.n_alpha_1h, 0) AS n_alpha_1h, a24.alpha_24h_cents, coalesce(a24.n_alpha_24h, 0) AS n_alpha_24h,
       ar.alpha_res_cents, coalesce(ar.n_alpha_res, 0) AS n_alpha_res
