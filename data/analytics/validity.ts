@@ -13,6 +13,12 @@ export const ZERO_SKILL_BAND = 0.01;
 export interface ValidityReport {
   ranked_wallets: number;
   spearman_edge_vs_neg_z: number | null;
+  /**
+   * The same correlation for an oracle statistic: each wallet's expected -z (its planted edge at its own sample)
+   * plus one unit of sampling noise, the noise any z carries under the null. No statistic computed from outcomes
+   * ranks much better than this, so it is the ceiling the measured figure is judged against.
+   */
+  spearman_noise_ceiling: number | null;
   skilled_ranked: number;
   auc_skilled_vs_zero: number | null;
   spearman_within_skilled: number | null;
@@ -33,8 +39,12 @@ export async function validityReport(db: QueryRunner): Promise<ValidityReport> {
       pairs AS (
         SELECT avg(CASE WHEN s.calibration_excess_z < z.calibration_excess_z THEN 1.0 WHEN s.calibration_excess_z = z.calibration_excess_z THEN 0.5 ELSE 0 END) AS auc
         FROM (SELECT calibration_excess_z FROM b WHERE edge >= ${SKILLED_EDGE}) s, (SELECT calibration_excess_z FROM b WHERE abs(edge) < ${ZERO_SKILL_BAND}) z),
+      -- a deterministic standard normal per wallet (Box-Muller over two hashes of the id), so the ceiling is reproducible
+      oracle AS (SELECT edge, expected_z + sqrt(-2 * ln((hash(wallet_id, 1) % 1000000 + 0.5) / 1e6)) * cos(2 * pi() * (hash(wallet_id, 2) % 1000000 + 0.5) / 1e6) AS z_oracle FROM b),
+      ork AS (SELECT rank() OVER (ORDER BY edge) AS r_edge, rank() OVER (ORDER BY z_oracle) AS r_z FROM oracle),
       top AS (SELECT avg((edge >= ${SKILLED_EDGE})::INTEGER) AS p FROM (SELECT edge FROM b ORDER BY calibration_excess_z LIMIT 100))
     SELECT (SELECT count(*) FROM b) AS ranked_wallets, (SELECT corr(r_edge, r_z) FROM rk) AS spearman_edge_vs_neg_z,
+      (SELECT corr(r_edge, r_z) FROM ork) AS spearman_noise_ceiling,
       (SELECT count(*) FROM sk) AS skilled_ranked, (SELECT auc FROM pairs) AS auc_skilled_vs_zero,
       (SELECT corr(r_edge, r_z) FROM sk) AS spearman_within_skilled, (SELECT p FROM top) AS precision_at_100`);
   const [fav] = await db.all<Record<string, number | null>>(`WITH b AS (${base} WHERE m.calibration_ranked)
@@ -62,6 +72,7 @@ export async function validityReport(db: QueryRunner): Promise<ValidityReport> {
   return {
     ranked_wallets: Number(r!.ranked_wallets),
     spearman_edge_vs_neg_z: r!.spearman_edge_vs_neg_z ?? null,
+    spearman_noise_ceiling: r!.spearman_noise_ceiling ?? null,
     skilled_ranked: Number(r!.skilled_ranked),
     auc_skilled_vs_zero: r!.auc_skilled_vs_zero ?? null,
     spearman_within_skilled: r!.spearman_within_skilled ?? null,
