@@ -47,11 +47,72 @@ export function riskStats(returns: readonly number[]): RiskStats {
   };
 }
 
-/** SQL (a SELECT): per wallet and day in the window: pnl, capital, ret (null when capital < $1). */
+/**
+ * SQL (a SELECT): per wallet and day in the window: pnl, capital, ret (null when capital < $1).
+ *
+ * A token's P&L on day d telescopes into a trade part and a holding part:
+ *   pnl_d = cash_d + dq_d * v_{d-1} + shares_d * (v_d - v_{d-1}),   capital_d = spent_d + max(shares_{d-1}, 0) * v_{d-1}
+ * where v is the token's day-end value (0 when it has none). Holdings only change on trade days, so each run of
+ * days between two trades is one segment with constant shares; its days are expanded and joined to one shared
+ * per-token daily value table, then summed per wallet and day in a single streaming hash aggregate. No per-wallet
+ * per-token grid is sorted or windowed (the naive formulation, kept as the tests' reference, spilled > 50 GB at
+ * full scale). A token counts from its first trade day to the day it resolves (or T's day): after that its value
+ * is the payout, it changes nothing and is no longer capital at work.
+ */
 export function dailyReturnsSql(asOf: AsOf, windowDays = RISK_WINDOW_DAYS): string {
   const T = tsLiteral(asOf);
   return `WITH bounds AS (SELECT date_trunc('day', ${T}) - INTERVAL ${windowDays} DAY AS d0, date_trunc('day', ${T}) AS d1),
-    legs AS (
+    ${riskLegsSql(T)},
+    -- per token and day; history before the window is folded into the day before it
+    daily AS (
+      SELECT l.wallet_id, l.market_id, l.outcome_index, greatest(date_trunc('day', l.ts), b.d0 - INTERVAL 1 DAY) AS day,
+        sum(dq) AS dq, sum(cash) AS cash, sum(spent) AS spent
+      FROM legs l SEMI JOIN active a ON a.wallet_id = l.wallet_id, bounds b GROUP BY ALL),
+    res AS (SELECT market_id, date_trunc('day', resolved_at) AS rday, payout_yes, payout_no, resolved_at FROM resolutions WHERE resolved_at <= ${T}),
+    -- each trade day of a token opens a segment of constant shares that lasts until its next trade day
+    seg AS (
+      SELECT d.*, sum(d.dq) OVER w AS shares, lead(d.day) OVER w AS next_day,
+        greatest(min(d.day) OVER (PARTITION BY d.wallet_id, d.market_id, d.outcome_index), least(b.d1, coalesce(r.rday, b.d1))) AS last_day
+      FROM daily d LEFT JOIN res r USING (market_id), bounds b
+      WINDOW w AS (PARTITION BY d.wallet_id, d.market_id, d.outcome_index ORDER BY d.day)),
+    live AS (SELECT * FROM seg WHERE day <= last_day),
+    -- day-end value of every token held, on every day of the window (and the fold day)
+    tokens AS (SELECT DISTINCT market_id, outcome_index FROM live),
+    days AS (SELECT unnest(generate_series(d0 - INTERVAL 1 DAY, d1, INTERVAL 1 DAY)) AS day FROM bounds),
+    token_days AS (SELECT t.market_id, t.outcome_index, d.day, least(d.day + INTERVAL 1 DAY, ${T}) AS eod FROM tokens t, days d),
+    valued AS (
+      SELECT g.market_id, g.outcome_index, g.day,
+        coalesce(CASE WHEN r.resolved_at <= g.eod THEN (CASE g.outcome_index WHEN 0 THEN r.payout_yes ELSE r.payout_no END) ELSE m.mid END, 0) AS v
+      FROM token_days g
+      ASOF LEFT JOIN mids m ON m.market_id = g.market_id AND m.outcome_index = g.outcome_index AND m.ts <= g.eod
+      LEFT JOIN res r ON r.market_id = g.market_id),
+    tv AS (SELECT *, coalesce(lag(v) OVER (PARTITION BY market_id, outcome_index ORDER BY day), 0) AS v_prev FROM valued),
+    trade_part AS (
+      SELECT l.wallet_id, l.day, sum(l.cash + l.dq * coalesce(t.v_prev, 0)) AS pnl, sum(l.spent) AS capital
+      FROM live l LEFT JOIN tv t USING (market_id, outcome_index, day) GROUP BY ALL),
+    held AS (
+      SELECT wallet_id, market_id, outcome_index, shares, last_day,
+        unnest(generate_series(day, least(coalesce(next_day - INTERVAL 1 DAY, last_day), last_day), INTERVAL 1 DAY)) AS day
+      FROM live WHERE shares <> 0),
+    hold_part AS (
+      SELECT h.wallet_id, h.day, sum(h.shares * (t.v - t.v_prev)) AS pnl,
+        sum(CASE WHEN h.day < h.last_day THEN greatest(h.shares, 0) * t.v ELSE 0 END) AS exposure
+      FROM held h JOIN tv t USING (market_id, outcome_index, day) GROUP BY ALL),
+    parts AS (
+      SELECT wallet_id, day, pnl, capital FROM trade_part
+      UNION ALL SELECT wallet_id, day, pnl, 0 FROM hold_part
+      UNION ALL SELECT wallet_id, day + INTERVAL 1 DAY, 0, exposure FROM hold_part WHERE exposure <> 0)
+    SELECT wallet_id, day, sum(pnl) AS pnl, sum(capital) AS capital,
+      CASE WHEN sum(capital) >= ${MIN_CAPITAL_USD} THEN sum(pnl) / sum(capital) END AS ret
+    FROM parts, bounds WHERE day >= d0 GROUP BY wallet_id, day`;
+}
+
+/**
+ * SQL CTEs \`legs\` (every token movement of every wallet as of T with its cash and USDC spent) and \`active\` (wallets
+ * that moved tokens on at least MIN_RISK_DAYS distinct days of the window); needs a \`bounds\` CTE (d0, d1).
+ */
+export function riskLegsSql(T: string): string {
+  return `legs AS (
       SELECT wallet_id, market_id, outcome_index, ts, CASE side WHEN 'BUY' THEN shares ELSE -shares END AS dq,
         CASE side WHEN 'BUY' THEN -(size_usdc + fee_usdc) ELSE size_usdc - fee_usdc END AS cash,
         CASE side WHEN 'BUY' THEN size_usdc + fee_usdc ELSE 0 END AS spent
@@ -63,41 +124,7 @@ export function dailyReturnsSql(asOf: AsOf, windowDays = RISK_WINDOW_DAYS): stri
         CASE WHEN row_number() OVER (PARTITION BY l.tx_hash, l.log_index ORDER BY l.market_id, l.outcome_index) = 1 THEN greatest(-i.usdc_delta, 0) ELSE 0 END
       FROM inventory_legs l JOIN inventory_events i USING (tx_hash, log_index) WHERE i.ts <= ${T}),
     active AS (
-      SELECT wallet_id FROM legs, bounds WHERE ts >= d0 GROUP BY wallet_id HAVING count(DISTINCT date_trunc('day', ts)) >= ${MIN_RISK_DAYS}),
-    -- per token and day; history before the window is folded into the day before it
-    daily AS (
-      SELECT l.wallet_id, l.market_id, l.outcome_index, greatest(date_trunc('day', l.ts), b.d0 - INTERVAL 1 DAY) AS day,
-        sum(dq) AS dq, sum(cash) AS cash, sum(spent) AS spent
-      FROM legs l SEMI JOIN active a ON a.wallet_id = l.wallet_id, bounds b GROUP BY ALL),
-    res AS (SELECT market_id, date_trunc('day', resolved_at) AS rday, payout_yes, payout_no, resolved_at FROM resolutions WHERE resolved_at <= ${T}),
-    spans AS (
-      SELECT d.wallet_id, d.market_id, d.outcome_index, min(d.day) AS first_day,
-        least((SELECT d1 FROM bounds), coalesce(any_value(r.rday), (SELECT d1 FROM bounds))) AS last_day
-      FROM daily d LEFT JOIN res r USING (market_id) GROUP BY ALL),
-    grid AS (
-      SELECT s.wallet_id, s.market_id, s.outcome_index, unnest(generate_series(s.first_day, greatest(s.first_day, s.last_day), INTERVAL 1 DAY)) AS day
-      FROM spans s),
-    cum AS (
-      SELECT g.wallet_id, g.market_id, g.outcome_index, g.day,
-        sum(coalesce(d.dq, 0)) OVER w AS shares, sum(coalesce(d.cash, 0)) OVER w AS cash, coalesce(d.spent, 0) AS spent,
-        least(g.day + INTERVAL 1 DAY, ${T}) AS eod
-      FROM grid g LEFT JOIN daily d USING (wallet_id, market_id, outcome_index, day)
-      WINDOW w AS (PARTITION BY g.wallet_id, g.market_id, g.outcome_index ORDER BY g.day ROWS UNBOUNDED PRECEDING)),
-    valued AS (
-      SELECT c.*, CASE WHEN r.resolved_at <= c.eod THEN (CASE c.outcome_index WHEN 0 THEN r.payout_yes ELSE r.payout_no END) ELSE m.mid END AS value
-      FROM cum c
-      ASOF LEFT JOIN mids m ON m.market_id = c.market_id AND m.outcome_index = c.outcome_index AND m.ts <= c.eod
-      LEFT JOIN res r ON r.market_id = c.market_id),
-    token_pnl AS (
-      SELECT *, cash + shares * coalesce(value, 0) AS pnl_cum, greatest(shares, 0) * coalesce(value, 0) AS exposure FROM valued),
-    token_daily AS (
-      SELECT wallet_id, day,
-        pnl_cum - coalesce(lag(pnl_cum) OVER w, 0) AS pnl,
-        coalesce(lag(exposure) OVER w, 0) + spent AS capital
-      FROM token_pnl WINDOW w AS (PARTITION BY wallet_id, market_id, outcome_index ORDER BY day))
-    SELECT wallet_id, day, sum(pnl) AS pnl, sum(capital) AS capital,
-      CASE WHEN sum(capital) >= ${MIN_CAPITAL_USD} THEN sum(pnl) / sum(capital) END AS ret
-    FROM token_daily, bounds WHERE day >= d0 GROUP BY wallet_id, day`;
+      SELECT wallet_id FROM legs, bounds WHERE ts >= d0 GROUP BY wallet_id HAVING count(DISTINCT date_trunc('day', ts)) >= ${MIN_RISK_DAYS})`;
 }
 
 /** SQL (a SELECT): per wallet Sharpe, Sortino, max drawdown over the window, as riskStats() defines them. */

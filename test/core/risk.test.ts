@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MIN_RISK_DAYS, dailyReturnsSql, riskStats, walletRiskSql } from '../../core/risk.ts';
 import { queryRows } from '../../data/duckdb.ts';
 import { closeMemoryVenue, openMemoryVenue } from '../helpers/memory-venue.ts';
+import { dailyReturnsGridSql } from './risk-reference.ts';
 
 let instance: DuckDBInstance;
 let conn: DuckDBConnection;
@@ -118,4 +119,111 @@ describe('riskStats properties', () => {
       { numRuns: 200 },
     );
   });
+});
+
+/**
+ * The streaming formulation (segments of constant shares joined to one per-token value table) against the naive
+ * per-token daily grid in ./risk-reference.ts, on random small venues: buys and sells that never short, splits,
+ * redemptions after resolution, mids on random days, resolutions inside and outside the window, any as-of.
+ */
+describe('dailyReturnsSql equals the per-token grid reference', () => {
+  interface Op { w: number; m: number; o: number; d: number; h: number; kind: number; q: number; px: number }
+  const opArb = fc.record({ w: fc.integer({ min: 1, max: 2 }), m: fc.integer({ min: 1, max: 3 }), o: fc.nat(1), d: fc.nat(24), h: fc.nat(23), kind: fc.nat(9), q: fc.integer({ min: 1, max: 500 }), px: fc.integer({ min: 1, max: 99 }) });
+  const venueArb = fc.record({
+    ops: fc.array(opArb, { minLength: 60, maxLength: 150, size: 'max' }),
+    mids: fc.array(fc.record({ m: fc.integer({ min: 1, max: 3 }), o: fc.nat(1), d: fc.nat(34), h: fc.nat(23), v: fc.integer({ min: 1, max: 99 }) }), { maxLength: 60, size: 'max' }),
+    res: fc.array(fc.record({ d: fc.nat(35), winner: fc.nat(2) }), { minLength: 3, maxLength: 3 }),
+    asOfDay: fc.integer({ min: 14, max: 32 }),
+    asOfHour: fc.nat(23),
+    window: fc.constantFrom(12, 20, 90),
+  });
+
+  it('gives the same pnl, capital and return on every day with capital at work', async () => {
+    const { instance: pi, conn: pc } = await openMemoryVenue(1);
+    try {
+      await fc.assert(
+        fc.asyncProperty(venueArb, async (p) => {
+          for (const t of ['fills', 'inventory_events', 'inventory_legs', 'resolutions', 'mids', 'markets']) await pc.run(`DELETE FROM ${t}`);
+          for (const m of [1, 2, 3]) {
+            await pc.run(`INSERT INTO markets VALUES (${m}, '0x${String(m).repeat(64)}', '0x${String(m).repeat(64)}', NULL, 'Q${m}?', 'q${m}', 'crypto',
+              '${m}00', '${m}01', false, NULL, ${ts(day(1))}, ${ts(day(1))}, ${ts(day(60))}, NULL, 10000, 0, 'synthetic')`);
+          }
+          const resAt = new Map<number, { at: number; py: number; pn: number; w: number }>();
+          p.res.forEach((r, i) => {
+            if (r.d > 28) return; // unresolved
+            const [py, pn, wi] = r.winner === 0 ? [1, 0, 0] : r.winner === 1 ? [0, 1, 1] : [0.5, 0.5, -1];
+            resAt.set(i + 1, { at: day(2 + r.d, 12), py, pn, w: wi });
+          });
+          for (const [m, r] of resAt) {
+            await pc.run(`INSERT INTO resolutions VALUES (${m}, ${r.w === 0 ? "'YES'" : r.w === 1 ? "'NO'" : "'INVALID'"}, ${r.w}, [1, 0], ${r.py}, ${r.pn}, 2, ${ts(r.at)}, '0xr${m}')`);
+          }
+          const seenMid = new Set<string>();
+          for (const x of p.mids) {
+            const at = day(1 + x.d, x.h);
+            const k = `${x.m}|${x.o}|${at}`;
+            if (seenMid.has(k)) continue;
+            seenMid.add(k);
+            await pc.run(`INSERT INTO mids VALUES (${x.m}, ${x.o}, ${ts(at)}, ${x.v / 100})`);
+          }
+          // ops in time order; balances per (wallet, token) never go negative
+          const ops = [...p.ops].sort((a, b) => a.d - b.d || a.h - b.h);
+          const bal = new Map<string, number>();
+          let n = 0;
+          for (const op of ops as Op[]) {
+            const at = day(1 + op.d, op.h) + (n % 60) * 1000;
+            const r = resAt.get(op.m);
+            const key = (o: number) => `${op.w}|${op.m}|${o}`;
+            const held = bal.get(key(op.o)) ?? 0;
+            n++;
+            if (r && at >= r.at) {
+              // after resolution: redeem whatever is held
+              const y = bal.get(key(0)) ?? 0;
+              const no = bal.get(key(1)) ?? 0;
+              if (y + no <= 0) continue;
+              const usdc = y * r.py + no * r.pn;
+              await pc.run(`INSERT INTO inventory_events VALUES ('0xi${n}', ${n}, ${ts(at)}, ${op.w}, 'REDEEM', ${op.m}, NULL, ${usdc}, ${usdc})`);
+              if (y > 0) await pc.run(`INSERT INTO inventory_legs VALUES ('0xi${n}', ${n}, ${op.w}, ${op.m}, 0, ${-y})`);
+              if (no > 0) await pc.run(`INSERT INTO inventory_legs VALUES ('0xi${n}', ${n}, ${op.w}, ${op.m}, 1, ${-no})`);
+              bal.set(key(0), 0);
+              bal.set(key(1), 0);
+            } else if (op.kind === 0) {
+              // split: q USDC into q YES + q NO
+              await pc.run(`INSERT INTO inventory_events VALUES ('0xi${n}', ${n}, ${ts(at)}, ${op.w}, 'SPLIT', ${op.m}, NULL, ${op.q}, ${-op.q})`);
+              for (const o of [0, 1]) {
+                await pc.run(`INSERT INTO inventory_legs VALUES ('0xi${n}', ${n}, ${op.w}, ${op.m}, ${o}, ${op.q})`);
+                bal.set(key(o), (bal.get(key(o)) ?? 0) + op.q);
+              }
+            } else {
+              const sell = op.kind >= 7 && held > 0;
+              const q = sell ? Math.min(held, op.q) : op.q;
+              const px = op.px / 100;
+              await pc.run(`INSERT INTO fills VALUES ('0xf${n}', ${n}, ${ts(at)}, ${op.m}, ${op.o}, 9, ${op.w}, '${sell ? 'SELL' : 'BUY'}', 'direct',
+                ${px}, ${q}, ${px * q}, ${(op.kind % 3) * 0.001 * q}, 1, 'ctf')`);
+              bal.set(key(op.o), held + (sell ? -q : q));
+            }
+          }
+          const T = new Date(day(p.asOfDay, p.asOfHour));
+          type Row = { wallet_id: number; day: Date; pnl: number; capital: number; ret: number | null };
+          const order = `ORDER BY wallet_id, day`;
+          const fast = await queryRows<Row>(pc, `SELECT * FROM (${dailyReturnsSql(T, p.window)}) WHERE wallet_id <> 9 AND capital >= 1e-9 ${order}`);
+          const grid = await queryRows<Row>(pc, `SELECT * FROM (${dailyReturnsGridSql(T, p.window)}) WHERE wallet_id <> 9 AND capital >= 1e-9 ${order}`);
+          expect(fast.map((r) => [r.wallet_id, r.day.getTime()])).toEqual(grid.map((r) => [r.wallet_id, r.day.getTime()]));
+          fast.forEach((r, i) => {
+            const g = grid[i]!;
+            expect(r.pnl).toBeCloseTo(g.pnl, 6);
+            expect(r.capital).toBeCloseTo(g.capital, 6);
+            if (g.ret === null) expect(r.ret).toBeNull();
+            else expect(r.ret!).toBeCloseTo(g.ret, 6);
+          });
+          // and days the grid reports with P&L but no capital are the same too (none are lost)
+          const lost = await queryRows<{ n: number }>(pc, `SELECT count(*)::INTEGER AS n FROM (${dailyReturnsGridSql(T, p.window)}) g
+            WHERE abs(pnl) > 1e-6 AND NOT EXISTS (SELECT 1 FROM (${dailyReturnsSql(T, p.window)}) f WHERE f.wallet_id = g.wallet_id AND f.day = g.day AND abs(f.pnl - g.pnl) < 1e-6)`);
+          expect(lost[0]!.n).toBe(0);
+        }),
+        { numRuns: 120, endOnFailure: true },
+      );
+    } finally {
+      closeMemoryVenue(pc, pi);
+    }
+  }, 300_000);
 });
