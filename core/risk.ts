@@ -61,6 +61,8 @@ export function riskStats(returns: readonly number[]): RiskStats {
  */
 export function dailyReturnsSql(asOf: AsOf, windowDays = RISK_WINDOW_DAYS): string {
   const T = tsLiteral(asOf);
+  // day indexes run 1 (the fold day) .. windowDays + 2; the key stride leaves room for the day after T's
+  const stride = windowDays + 4;
   return `WITH bounds AS (SELECT date_trunc('day', ${T}) - INTERVAL ${windowDays} DAY AS d0, date_trunc('day', ${T}) AS d1),
     ${riskLegsSql(T)},
     -- per token and day; history before the window is folded into the day before it
@@ -76,7 +78,7 @@ export function dailyReturnsSql(asOf: AsOf, windowDays = RISK_WINDOW_DAYS): stri
       FROM daily d LEFT JOIN res r USING (market_id), bounds b
       WINDOW w AS (PARTITION BY d.wallet_id, d.market_id, d.outcome_index ORDER BY d.day)),
     live AS (SELECT * FROM seg WHERE day <= last_day),
-    -- day-end value of every token held, on every day of the window (and the fold day)
+    -- day-end value of every token held, on every day of the window and the fold day before it
     tokens AS (SELECT DISTINCT market_id, outcome_index FROM live),
     days AS (SELECT unnest(generate_series(d0 - INTERVAL 1 DAY, d1, INTERVAL 1 DAY)) AS day FROM bounds),
     token_days AS (SELECT t.market_id, t.outcome_index, d.day, least(d.day + INTERVAL 1 DAY, ${T}) AS eod FROM tokens t, days d),
@@ -86,25 +88,34 @@ export function dailyReturnsSql(asOf: AsOf, windowDays = RISK_WINDOW_DAYS): stri
       FROM token_days g
       ASOF LEFT JOIN mids m ON m.market_id = g.market_id AND m.outcome_index = g.outcome_index AND m.ts <= g.eod
       LEFT JOIN res r ON r.market_id = g.market_id),
-    tv AS (SELECT *, coalesce(lag(v) OVER (PARTITION BY market_id, outcome_index ORDER BY day), 0) AS v_prev FROM valued),
+    -- one row per token and day index (1 = the fold day), keyed by a single BIGINT: token * stride + index
+    tv AS (
+      SELECT (g.market_id * 2 + g.outcome_index)::BIGINT * ${stride} + date_diff('day', b.d0 - INTERVAL 1 DAY, g.day) + 1 AS tk, g.v,
+        g.v - coalesce(lag(g.v) OVER (PARTITION BY g.market_id, g.outcome_index ORDER BY g.day), 0) AS dv
+      FROM valued g, bounds b),
+    -- days as indexes; a (wallet, day) pair packed into one BIGINT key keeps joins and aggregates narrow
+    idx AS (
+      SELECT l.wallet_id, l.dq, l.cash, l.spent, l.shares, (l.market_id * 2 + l.outcome_index)::BIGINT * ${stride} AS tk0,
+        date_diff('day', b.d0 - INTERVAL 1 DAY, l.day) + 1 AS i,
+        date_diff('day', b.d0 - INTERVAL 1 DAY, least(coalesce(l.next_day - INTERVAL 1 DAY, l.last_day), l.last_day)) + 1 AS i_end,
+        date_diff('day', b.d0 - INTERVAL 1 DAY, l.last_day) + 1 AS i_last
+      FROM live l, bounds b),
     trade_part AS (
-      SELECT l.wallet_id, l.day, sum(l.cash + l.dq * coalesce(t.v_prev, 0)) AS pnl, sum(l.spent) AS capital
-      FROM live l LEFT JOIN tv t USING (market_id, outcome_index, day) GROUP BY ALL),
-    held AS (
-      SELECT wallet_id, market_id, outcome_index, shares, last_day,
-        unnest(generate_series(day, least(coalesce(next_day - INTERVAL 1 DAY, last_day), last_day), INTERVAL 1 DAY)) AS day
-      FROM live WHERE shares <> 0),
+      SELECT x.wallet_id::BIGINT * ${stride} + x.i AS k, sum(x.cash + x.dq * coalesce(t.v, 0)) AS pnl, sum(x.spent) AS capital
+      FROM idx x LEFT JOIN tv t ON t.tk = x.tk0 + x.i - 1 GROUP BY k),
+    held AS (SELECT wallet_id, shares, tk0, i_last, unnest(generate_series(i, i_end)) AS i FROM idx WHERE shares <> 0),
     hold_part AS (
-      SELECT h.wallet_id, h.day, sum(h.shares * (t.v - t.v_prev)) AS pnl,
-        sum(CASE WHEN h.day < h.last_day THEN greatest(h.shares, 0) * t.v ELSE 0 END) AS exposure
-      FROM held h JOIN tv t USING (market_id, outcome_index, day) GROUP BY ALL),
+      SELECT h.wallet_id::BIGINT * ${stride} + h.i AS k, sum(h.shares * t.dv) AS pnl,
+        sum(CASE WHEN h.i < h.i_last THEN greatest(h.shares, 0) * t.v ELSE 0 END) AS exposure
+      FROM held h JOIN tv t ON t.tk = h.tk0 + h.i GROUP BY k),
     parts AS (
-      SELECT wallet_id, day, pnl, capital FROM trade_part
-      UNION ALL SELECT wallet_id, day, pnl, 0 FROM hold_part
-      UNION ALL SELECT wallet_id, day + INTERVAL 1 DAY, 0, exposure FROM hold_part WHERE exposure <> 0)
-    SELECT wallet_id, day, sum(pnl) AS pnl, sum(capital) AS capital,
-      CASE WHEN sum(capital) >= ${MIN_CAPITAL_USD} THEN sum(pnl) / sum(capital) END AS ret
-    FROM parts, bounds WHERE day >= d0 GROUP BY wallet_id, day`;
+      SELECT k, pnl, capital FROM trade_part
+      UNION ALL SELECT k, pnl, 0 FROM hold_part
+      UNION ALL SELECT k + 1, 0, exposure FROM hold_part WHERE exposure <> 0),
+    per_day AS (SELECT k, sum(pnl) AS pnl, sum(capital) AS capital FROM parts GROUP BY k)
+    SELECT (k // ${stride})::INTEGER AS wallet_id, b.d0 - INTERVAL 1 DAY + to_days((k % ${stride} - 1)::INTEGER) AS day, pnl, capital,
+      CASE WHEN capital >= ${MIN_CAPITAL_USD} THEN pnl / capital END AS ret
+    FROM per_day, bounds b WHERE k % ${stride} >= 2`;
 }
 
 /**
