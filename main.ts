@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
-import { openDuckDB, queryRows } from './data/duckdb.ts';
+import { openDuckDB, queryRows, sqlString } from './data/duckdb.ts';
 import { attachVenue } from './data/venue.ts';
 import { generateVenue } from './data/generator/index.ts';
 import { DEFAULT_END } from './data/generator/config.ts';
@@ -15,6 +15,7 @@ import { DEMO_VENUE, REAL_MARKETS_CSV } from './data/generator/defaults.ts';
 import { progressBar } from './data/progress.ts';
 import { LiveTail } from './data/live-tail/tail.ts';
 import { runAnalyticsBuild } from './core/analytics-build.ts';
+import { ensureWalletLinks } from './core/rankings.ts';
 import { duckRunner } from './data/runner.ts';
 
 const Env = z.object({
@@ -64,8 +65,16 @@ console.log(`  ${JSON.stringify(summary)}`);
 console.log(`  Parquet tables: ${join(root, 'venue')}   ground truth: ${join(root, 'truth')}`);
 
 // Analytics: built once per venue load (as of the latest stored fill); rebuilt on demand by `npm run analytics:build`.
-const built = await queryRows(conn, `SELECT 1 FROM information_schema.tables WHERE table_name = 'a_meta'`);
-if (built.length === 0) {
+// Demo accounts: the generator's multi-wallet owners stand for users who linked their wallets (issue 5's accounts
+// write the same table); rankings show one row per user.
+await ensureWalletLinks(duckRunner(conn));
+const [links] = await queryRows<{ n: number }>(conn, `SELECT count(*) AS n FROM wallet_links`);
+const truthWallets = join(root, 'truth', 'wallets.parquet');
+if (links!.n === 0 && existsSync(truthWallets)) {
+  await conn.run(`INSERT INTO wallet_links SELECT wallet_id, 'demo-owner-' || owner_id FROM read_parquet(${sqlString(truthWallets)}) WHERE owner_id IS NOT NULL ORDER BY wallet_id`);
+}
+const built = await queryRows(conn, `SELECT 1 FROM information_schema.tables WHERE table_name IN ('a_meta', 'a_board')`);
+if (built.length < 2) {
   const [last] = await queryRows<{ t: Date }>(conn, `SELECT max(ts) AS t FROM fills`);
   const bar = progressBar('analytics');
   const report = await runAnalyticsBuild(duckRunner(conn), last!.t, (name, i, n) => bar.update(name, i, n));
@@ -77,8 +86,13 @@ const [meta] = await queryRows<Record<string, unknown>>(
   `SELECT (SELECT as_of::VARCHAR FROM a_meta) AS as_of, count(*) AS wallets, count(*) FILTER (WHERE calibration_ranked) AS ranked_on_calibration,
      count(*) FILTER (WHERE len(smart_money_tags) > 0) AS tagged FROM a_wallet_metrics`,
 );
-console.log(`Analytics ready (tables a_positions, a_calibration, a_alpha, a_features, a_wallet_metrics in the same database):`);
+console.log(`Analytics ready (tables a_positions, a_calibration, a_alpha, a_features, a_wallet_metrics, a_board in the same database):`);
 console.log(`  ${JSON.stringify(meta)}`);
+const top = await queryRows<{ rank: number; address: string; composite_score: number }>(
+  conn,
+  `SELECT b.rank, w.address, round(b.composite_score, 1) AS composite_score FROM a_board b JOIN wallets w USING (wallet_id) WHERE b.preset = 'sharp-forecasters' ORDER BY b.rank LIMIT 3`,
+);
+console.log(`  sharp-forecasters top 3: ${top.map((r) => `#${r.rank} ${r.address} (${r.composite_score})`).join(', ')}`);
 
 if (env.LIVE_TAIL === 'on') {
   const tail = await LiveTail.start(conn, venueOpts, { ratePerSecond: env.LIVE_TAIL_RATE, speed: env.LIVE_TAIL_SPEED });

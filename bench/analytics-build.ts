@@ -1,7 +1,7 @@
 /**
  * Benchmark: the analytics build over a generated venue (default: the full-scale bench venue written by
  * `npm run bench:venue -- --keep`), reading the Parquet in place. Prints per-step seconds and peak RSS.
- *   npm run bench:analytics -- [--venue DIR] [--memory-limit 14GB] [--steps positions,calibration,alpha,features,risk]
+ *   npm run bench:analytics -- [--venue DIR] [--memory-limit 14GB] [--steps positions,calibration,alpha,features,risk] [--risk-slices 8]
  * With --steps only those build steps run (each timed alone); without it the whole build runs as `npm start` does.
  */
 import { parseArgs } from 'node:util';
@@ -12,7 +12,8 @@ import { queryRows } from '../data/duckdb.ts';
 import { duckRunner } from '../data/runner.ts';
 import { openVenueDb } from '../data/analytics/open.ts';
 
-const { values } = parseArgs({ options: { venue: { type: 'string' }, 'memory-limit': { type: 'string' }, steps: { type: 'string' } } });
+const { values } = parseArgs({ options: { venue: { type: 'string' }, 'memory-limit': { type: 'string' }, steps: { type: 'string' }, 'risk-slices': { type: 'string' } } });
+const riskSlices = Number(values['risk-slices'] ?? 8);
 const venueDir = resolve(values.venue ?? 'var/bench-venue-w2800000');
 const dbPath = resolve(venueDir, 'bench-analytics.duckdb');
 await rm(dbPath, { force: true });
@@ -28,15 +29,16 @@ let result: Record<string, unknown>;
 if (values.steps) {
   const wanted = new Set(values.steps.split(','));
   const seconds: Record<string, number> = {};
-  for (const step of analyticsBuildSteps(c!.t).filter((s) => wanted.has(s.name))) {
+  for (const step of analyticsBuildSteps(c!.t, { riskSlices }).filter((s) => wanted.has(s.name))) {
     log(step.name);
     const t = performance.now();
     await db.run(step.sql);
+    for (const sql of step.more ?? []) await db.run(sql);
     seconds[step.name] = Number(((performance.now() - t) / 1000).toFixed(1));
   }
   result = { steps: seconds, total_seconds: Number(((performance.now() - t0) / 1000).toFixed(1)) };
 } else {
-  result = { ...(await runAnalyticsBuild(db, c!.t, log)) };
+  result = { ...(await runAnalyticsBuild(db, c!.t, log, { riskSlices })) };
 }
 clearInterval(timer);
 peak = Math.max(peak, process.memoryUsage().rss);

@@ -8,12 +8,22 @@ import { calibrationInputsSql, walletCalibrationSql } from './calibration.ts';
 import { walletAlphaSql } from './alpha.ts';
 import { walletRiskSql } from './risk.ts';
 import { positionsSql } from './positions.ts';
+import { runRankingBuild } from './rankings-build.ts';
 import { tsLiteral, type AsOf, type QueryRunner } from './query.ts';
 import { TAG_RULES, sharpCutoff, tagsSql } from './tags.ts';
 
 export interface BuildStep {
   name: string;
   sql: string;
+  /** further statements of the same step (e.g. the other wallet slices of a sliced step) */
+  more?: string[];
+}
+
+export interface BuildOptions {
+  /** compute the risk step in this many wallet slices (1 = one statement); big venues use more to avoid spilling */
+  riskSlices?: number;
+  /** run the ranking steps (core/rankings-build.ts) after the wallet metrics */
+  rankings?: boolean;
 }
 
 /** Wallet behaviour features: activity, clip sizes, entry timing, contrarian entries. */
@@ -73,13 +83,19 @@ export function walletMetricsSql(sharpMinDeviate: number): string {
 }
 
 /** Steps before the cohort-wide sharp cutoff is known, then the wallet metrics that use it. */
-export function analyticsBuildSteps(asOf: AsOf): BuildStep[] {
+export function analyticsBuildSteps(asOf: AsOf, opts: BuildOptions = {}): BuildStep[] {
+  const slices = Math.max(1, Math.floor(opts.riskSlices ?? 1));
+  const risk = (k: number) => walletRiskSql(asOf, undefined, { of: slices, k });
   return [
     { name: 'positions', sql: `CREATE OR REPLACE TABLE a_positions AS SELECT * FROM (${positionsSql(asOf)}) ORDER BY wallet_id, market_id, outcome_index` },
     { name: 'calibration', sql: `CREATE OR REPLACE TABLE a_calibration AS ${walletCalibrationSql(`(${calibrationInputsSql('a_positions')})`)}` },
     { name: 'alpha', sql: `CREATE OR REPLACE TABLE a_alpha AS ${walletAlphaSql(asOf)}` },
     { name: 'features', sql: `CREATE OR REPLACE TABLE a_features AS ${walletFeaturesSql(asOf)}` },
-    { name: 'risk', sql: `CREATE OR REPLACE TABLE a_risk AS ${walletRiskSql(asOf)}` },
+    {
+      name: 'risk',
+      sql: `CREATE OR REPLACE TABLE a_risk AS ${risk(0)}`,
+      more: Array.from({ length: slices - 1 }, (_, i) => `INSERT INTO a_risk ${risk(i + 1)}`),
+    },
   ];
 }
 
@@ -95,21 +111,35 @@ export interface BuildReport {
   positions: number;
 }
 
-export async function runAnalyticsBuild(db: QueryRunner, asOf: AsOf, onStep: (name: string, i: number, n: number) => void = () => {}): Promise<BuildReport> {
-  const steps = analyticsBuildSteps(asOf);
-  const n = steps.length + 1;
+/** Steps of the ranking build (core/rankings-build.ts), counted for progress. */
+const RANKING_STEPS = 6;
+
+export async function runAnalyticsBuild(
+  db: QueryRunner,
+  asOf: AsOf,
+  onStep: (name: string, i: number, n: number) => void = () => {},
+  opts: BuildOptions = {},
+): Promise<BuildReport> {
+  const steps = analyticsBuildSteps(asOf, opts);
+  const rankings = opts.rankings ?? true;
+  const n = steps.length + 1 + (rankings ? RANKING_STEPS : 0);
   const seconds: Record<string, number> = {};
   const t0 = performance.now();
   const timed = async (step: BuildStep, i: number) => {
     onStep(step.name, i, n);
     const t = performance.now();
     await db.run(step.sql);
+    for (const sql of step.more ?? []) await db.run(sql);
     seconds[step.name] = Number(((performance.now() - t) / 1000).toFixed(2));
   };
   for (const [i, step] of steps.entries()) await timed(step, i);
   const deviates = await db.all<{ w: number }>(`SELECT skill_deviate AS w FROM a_calibration WHERE calibration_ranked AND skill_deviate IS NOT NULL`);
   const sharpMinDeviate = sharpCutoff(deviates.map((d) => d.w));
   await timed(walletMetricsStep(sharpMinDeviate), steps.length);
+  if (rankings) {
+    let i = steps.length + 1;
+    Object.assign(seconds, await runRankingBuild(db, asOf, (name) => onStep(name, i++, n)));
+  }
   onStep('done', n, n);
   const total = Number(((performance.now() - t0) / 1000).toFixed(2));
   const cutoff = Number.isFinite(sharpMinDeviate) ? String(sharpMinDeviate) : 'NULL';

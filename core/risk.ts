@@ -59,12 +59,18 @@ export function riskStats(returns: readonly number[]): RiskStats {
  * full scale). A token counts from its first trade day to the day it resolves (or T's day): after that its value
  * is the payout, it changes nothing and is no longer capital at work.
  */
-export function dailyReturnsSql(asOf: AsOf, windowDays = RISK_WINDOW_DAYS): string {
+/** A slice of the wallets (wallet_id % of = k): a big venue is computed in slices so that nothing spills to disk. */
+export interface WalletSlice {
+  of: number;
+  k: number;
+}
+
+export function dailyReturnsSql(asOf: AsOf, windowDays = RISK_WINDOW_DAYS, slice?: WalletSlice): string {
   const T = tsLiteral(asOf);
   // day indexes run 1 (the fold day) .. windowDays + 2; the key stride leaves room for the day after T's
   const stride = windowDays + 4;
   return `WITH bounds AS (SELECT date_trunc('day', ${T}) - INTERVAL ${windowDays} DAY AS d0, date_trunc('day', ${T}) AS d1),
-    ${riskLegsSql(T)},
+    ${riskLegsSql(T, slice)},
     -- per token and day; history before the window is folded into the day before it
     daily AS (
       SELECT l.wallet_id, l.market_id, l.outcome_index, greatest(date_trunc('day', l.ts), b.d0 - INTERVAL 1 DAY) AS day,
@@ -122,25 +128,26 @@ export function dailyReturnsSql(asOf: AsOf, windowDays = RISK_WINDOW_DAYS): stri
  * SQL CTEs \`legs\` (every token movement of every wallet as of T with its cash and USDC spent) and \`active\` (wallets
  * that moved tokens on at least MIN_RISK_DAYS distinct days of the window); needs a \`bounds\` CTE (d0, d1).
  */
-export function riskLegsSql(T: string): string {
+export function riskLegsSql(T: string, slice?: WalletSlice): string {
+  const only = (col: string) => (slice && slice.of > 1 ? ` AND ${col} % ${slice.of} = ${slice.k}` : '');
   return `legs AS (
       SELECT wallet_id, market_id, outcome_index, ts, CASE side WHEN 'BUY' THEN shares ELSE -shares END AS dq,
         CASE side WHEN 'BUY' THEN -(size_usdc + fee_usdc) ELSE size_usdc - fee_usdc END AS cash,
         CASE side WHEN 'BUY' THEN size_usdc + fee_usdc ELSE 0 END AS spent
-      FROM fill_legs WHERE ts <= ${T}
+      FROM fill_legs WHERE ts <= ${T}${only('wallet_id')}
       UNION ALL
       -- inventory: tokens move; USDC of the event is booked once, on its first leg
       SELECT l.wallet_id, l.market_id, l.outcome_index, i.ts, l.shares_delta,
         CASE WHEN row_number() OVER (PARTITION BY l.tx_hash, l.log_index ORDER BY l.market_id, l.outcome_index) = 1 THEN i.usdc_delta ELSE 0 END,
         CASE WHEN row_number() OVER (PARTITION BY l.tx_hash, l.log_index ORDER BY l.market_id, l.outcome_index) = 1 THEN greatest(-i.usdc_delta, 0) ELSE 0 END
-      FROM inventory_legs l JOIN inventory_events i USING (tx_hash, log_index) WHERE i.ts <= ${T}),
+      FROM inventory_legs l JOIN inventory_events i USING (tx_hash, log_index) WHERE i.ts <= ${T}${only('l.wallet_id')}),
     active AS (
       SELECT wallet_id FROM legs, bounds WHERE ts >= d0 GROUP BY wallet_id HAVING count(DISTINCT date_trunc('day', ts)) >= ${MIN_RISK_DAYS})`;
 }
 
 /** SQL (a SELECT): per wallet Sharpe, Sortino, max drawdown over the window, as riskStats() defines them. */
-export function walletRiskSql(asOf: AsOf, windowDays = RISK_WINDOW_DAYS): string {
-  return `WITH r AS (SELECT wallet_id, day, ret FROM (${dailyReturnsSql(asOf, windowDays)}) WHERE ret IS NOT NULL),
+export function walletRiskSql(asOf: AsOf, windowDays = RISK_WINDOW_DAYS, slice?: WalletSlice): string {
+  return `WITH r AS (SELECT wallet_id, day, ret FROM (${dailyReturnsSql(asOf, windowDays, slice)}) WHERE ret IS NOT NULL),
     w AS (SELECT *, sum(ln(1 + greatest(ret, -0.9999))) OVER (PARTITION BY wallet_id ORDER BY day ROWS UNBOUNDED PRECEDING) AS lw FROM r),
     dd AS (SELECT *, lw - greatest(0, max(lw) OVER (PARTITION BY wallet_id ORDER BY day ROWS UNBOUNDED PRECEDING)) AS under FROM w)
     SELECT wallet_id, count(*)::INTEGER AS risk_days,

@@ -829,19 +829,20 @@ interface HoldStats {
 }
 
 /**
- * Holds and capital at work from position episodes. An episode of (wallet, token) starts with the acquisition that
- * finds the position empty (a buy fill, split or conversion) and ends at the event that empties it (sell, merge,
- * conversion) or at the market's resolution, whichever is first; one still open and unresolved at T is censored
- * (counted in n_open, left out of the quantiles). Capital at work on a day = the gross cost of acquisitions of the
- * episodes open at that moment (sampled at T and every 24 h before it over BUDGET_RULES.windowDays); the typical
- * capital is the median over the sampled days on which it was positive.
+ * CTEs (without the WITH keyword) of position hold episodes as of T, ending in `hold_episodes` (wallet_id,
+ * market_id, start_ts, exit_ts, cost_in, end_ts, to_resolution, hold_hours). An episode of (wallet, token) starts
+ * with the acquisition that finds the position empty (a buy fill, split or conversion) and ends at the event that
+ * empties it (sell, merge, conversion) or at the market's resolution, whichever is first; one still open and
+ * unresolved at T has a null end_ts and hold_hours (censored). cost_in = the gross cost of its acquisitions.
+ * With `walletId`, only that wallet's positions (put walletScopeSql first so the scan is narrowed too); without it,
+ * every wallet of the venue at once (the analytics build's a_style, core/wallet-style.ts): one SQL for both, so a
+ * ranking row and copyFitness() can never disagree on a hold.
  */
-async function holdStats(db: QueryRunner, schema: string, walletId: number, asOf: AsOf): Promise<HoldStats> {
+export function holdEpisodesSql(asOf: AsOf, walletId?: number): string {
+  if (walletId !== undefined && !Number.isSafeInteger(walletId)) throw new Error('wallet id must be an integer');
   const T = tsLiteral(asOf);
-  const [r] = await db.all<Record<string, unknown>>(
-    `WITH ${walletScopeSql(schema, walletId)},
-    ${positionEventsSql(asOf)},
-    k AS (SELECT *, ${PK_MARKET} AS market_id FROM ev WHERE ${PK_WALLET} = ${walletId}),
+  return `${positionEventsSql(asOf)},
+    k AS (SELECT *, ${PK_MARKET} AS market_id FROM ev${walletId === undefined ? '' : ` WHERE ${PK_WALLET} = ${walletId}`}),
     seq AS (
       SELECT *, sum(q) OVER w AS held_after, row_number() OVER w AS n
       FROM k WINDOW w AS (PARTITION BY pk ORDER BY ${EVENT_ORDER} ROWS UNBOUNDED PRECEDING)),
@@ -849,23 +850,38 @@ async function holdStats(db: QueryRunner, schema: string, walletId: number, asOf
       SELECT *, sum(CASE WHEN held_after - q <= ${DUST_SHARES} THEN 1 ELSE 0 END) OVER (PARTITION BY pk ORDER BY n ROWS UNBOUNDED PRECEDING) AS episode
       FROM seq),
     eps AS (
-      SELECT any_value(market_id) AS market_id, min(ts) AS start_ts, min(ts) FILTER (WHERE held_after <= ${DUST_SHARES}) AS exit_ts,
-        coalesce(sum(q * px) FILTER (WHERE q > 0), 0) AS cost_in
+      SELECT ${PK_WALLET} AS wallet_id, any_value(market_id) AS market_id, min(ts) AS start_ts,
+        min(ts) FILTER (WHERE held_after <= ${DUST_SHARES}) AS exit_ts, coalesce(sum(q * px) FILTER (WHERE q > 0), 0) AS cost_in
       FROM epi GROUP BY pk, episode),
     res AS (SELECT market_id, resolved_at FROM resolutions WHERE resolved_at <= ${T}),
-    e AS (
+    ends AS (
       SELECT eps.*, least(exit_ts, res.resolved_at) AS end_ts,
         (res.resolved_at IS NOT NULL AND (exit_ts IS NULL OR res.resolved_at <= exit_ts)) AS to_resolution
       FROM eps LEFT JOIN res USING (market_id)),
+    hold_episodes AS (
+      SELECT *, greatest(0, epoch_ms(end_ts) - epoch_ms(start_ts)) / ${HOUR_MS}.0 AS hold_hours FROM ends)`;
+}
+
+/**
+ * Holds and capital at work from position episodes (holdEpisodesSql). Episodes still open and unresolved at T are
+ * counted in n_open and left out of the quantiles. Capital at work on a day = the gross cost of acquisitions of the
+ * episodes open at that moment (sampled at T and every 24 h before it over BUDGET_RULES.windowDays); the typical
+ * capital is the median over the sampled days on which it was positive.
+ */
+async function holdStats(db: QueryRunner, schema: string, walletId: number, asOf: AsOf): Promise<HoldStats> {
+  const T = tsLiteral(asOf);
+  const [r] = await db.all<Record<string, unknown>>(
+    `WITH ${walletScopeSql(schema, walletId)},
+    ${holdEpisodesSql(asOf, walletId)},
     days AS (SELECT ${T} - to_days(i::INTEGER) AS d FROM range(${BUDGET_RULES.windowDays}) t(i)),
     cap AS (
-      SELECT d, sum(cost_in) AS capital FROM days JOIN e ON e.start_ts <= d AND (e.end_ts IS NULL OR e.end_ts > d)
+      SELECT d, sum(cost_in) AS capital FROM days JOIN hold_episodes e ON e.start_ts <= d AND (e.end_ts IS NULL OR e.end_ts > d)
       GROUP BY d HAVING sum(cost_in) > 0)
     SELECT
-      (SELECT count(*) FROM e WHERE end_ts IS NOT NULL) AS n_closed,
-      (SELECT count(*) FROM e WHERE end_ts IS NULL) AS n_open,
-      (SELECT quantile_cont(greatest(0, epoch_ms(end_ts) - epoch_ms(start_ts)) / ${HOUR_MS}.0, [0.25, 0.5, 0.75]) FROM e WHERE end_ts IS NOT NULL) AS hours,
-      (SELECT avg(CASE WHEN to_resolution THEN 1.0 ELSE 0.0 END) FROM e WHERE end_ts IS NOT NULL) AS share_to_resolution,
+      (SELECT count(*) FROM hold_episodes WHERE end_ts IS NOT NULL) AS n_closed,
+      (SELECT count(*) FROM hold_episodes WHERE end_ts IS NULL) AS n_open,
+      (SELECT quantile_cont(hold_hours, [0.25, 0.5, 0.75]) FROM hold_episodes WHERE end_ts IS NOT NULL) AS hours,
+      (SELECT avg(CASE WHEN to_resolution THEN 1.0 ELSE 0.0 END) FROM hold_episodes WHERE end_ts IS NOT NULL) AS share_to_resolution,
       (SELECT median(capital) FROM cap) AS typical_capital_usd,
       (SELECT count(*) FROM cap) AS capital_days`,
   );

@@ -5,6 +5,7 @@
  * buyers' Brier versus excess, and precision / recall of the smart-money tags.
  */
 import type { QueryRunner } from '../../core/query.ts';
+import { PRESETS } from '../../core/rankings.ts';
 
 /** True skill threshold: expected edge per resolved position of at least 2 cents. */
 export const SKILLED_EDGE = 0.02;
@@ -25,6 +26,8 @@ export interface ValidityReport {
   precision_at_100: number | null;
   favourite_buyers: { n: number; mean_brier: number | null; mean_excess: number | null; mean_brier_others: number | null };
   tags: Record<string, { tagged: number; truth: number; precision: number | null; recall: number | null }>;
+  /** per forecasting preset: rows in its top 100, and how many are planted favourite-buyers or noise traders */
+  forecasting_top100: Record<string, { rows: number; favourite_or_noise: number; skilled: number }>;
 }
 
 export async function validityReport(db: QueryRunner): Promise<ValidityReport> {
@@ -69,7 +72,17 @@ export async function validityReport(db: QueryRunner): Promise<ValidityReport> {
         count(*) FILTER (WHERE list_contains(smart_money_tags, '${tag.split('_detectable')[0]}') AND ${truth}) AS tp FROM b`);
     tags[tag] = { tagged: t!.tagged, truth: t!.truth, precision: t!.tagged ? t!.tp / t!.tagged : null, recall: t!.truth ? t!.tp / t!.truth : null };
   }
+  const forecasting_top100: ValidityReport['forecasting_top100'] = {};
+  const hasBoard = (await db.all(`SELECT 1 FROM information_schema.tables WHERE table_name = 'a_board'`)).length > 0;
+  for (const p of hasBoard ? PRESETS.filter((x) => x.forecasting) : []) {
+    const [t] = await db.all<{ rows: number; bad: number; skilled: number }>(`SELECT count(*) AS rows,
+        count(*) FILTER (WHERE t.archetype IN ('favourite_buyer', 'noise')) AS bad,
+        count(*) FILTER (WHERE t.true_edge_resolved >= ${SKILLED_EDGE}) AS skilled
+      FROM a_board b JOIN truth_wallets t USING (wallet_id) WHERE b.preset = '${p.slug}' AND b.rank <= 100`);
+    forecasting_top100[p.slug] = { rows: Number(t!.rows), favourite_or_noise: Number(t!.bad), skilled: Number(t!.skilled) };
+  }
   return {
+    forecasting_top100,
     ranked_wallets: Number(r!.ranked_wallets),
     spearman_edge_vs_neg_z: r!.spearman_edge_vs_neg_z ?? null,
     spearman_noise_ceiling: r!.spearman_noise_ceiling ?? null,

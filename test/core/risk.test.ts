@@ -215,6 +215,11 @@ describe('dailyReturnsSql equals the per-token grid reference', () => {
             if (g.ret === null) expect(r.ret).toBeNull();
             else expect(r.ret!).toBeCloseTo(g.ret, 6);
           });
+          // computed in wallet slices (how big venues avoid spilling), the union is the same
+          const sliced = await queryRows<Row>(pc, `SELECT * FROM (${dailyReturnsSql(T, p.window, { of: 2, k: 0 })}) UNION ALL SELECT * FROM (${dailyReturnsSql(T, p.window, { of: 2, k: 1 })})`);
+          const key = (r: Row) => `${r.wallet_id}|${r.day.getTime()}|${r.pnl.toFixed(6)}|${r.capital.toFixed(6)}`;
+          const all = await queryRows<Row>(pc, `SELECT * FROM (${dailyReturnsSql(T, p.window)})`);
+          expect(sliced.map(key).sort()).toEqual(all.map(key).sort());
           // and days the grid reports with P&L but no capital are the same too (none are lost)
           const lost = await queryRows<{ n: number }>(pc, `SELECT count(*)::INTEGER AS n FROM (${dailyReturnsGridSql(T, p.window)}) g
             WHERE abs(pnl) > 1e-6 AND NOT EXISTS (SELECT 1 FROM (${dailyReturnsSql(T, p.window)}) f WHERE f.wallet_id = g.wallet_id AND f.day = g.day AND abs(f.pnl - g.pnl) < 1e-6)`);

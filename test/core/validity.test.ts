@@ -24,6 +24,17 @@ beforeAll(async () => {
 afterAll(async () => v?.cleanup());
 
 describe('validity at demo scale', () => {
+  it('no planted favourite-buyer or noise trader in the top 100 of any forecasting preset', () => {
+    const boards = Object.entries(report.forecasting_top100);
+    expect(boards).toHaveLength(8);
+    for (const [slug, b] of boards) {
+      expect(b.rows, slug).toBeGreaterThan(0);
+      expect(b.favourite_or_noise, slug).toBe(0);
+    }
+    // the sharpest board is mostly truly skilled wallets
+    expect(report.forecasting_top100['sharp-forecasters']!.skilled).toBeGreaterThanOrEqual(75);
+  });
+
   it('ranks skilled wallets above skill-less ones', () => {
     expect(report.ranked_wallets).toBeGreaterThan(3000);
     expect(report.auc_skilled_vs_zero!).toBeGreaterThan(0.8);

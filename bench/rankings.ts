@@ -1,0 +1,91 @@
+/**
+ * Benchmark: preset and custom rankings over a 2.8M-wallet cohort.
+ *   npm run bench:rankings -- [--source var/demo-analytics.duckdb] [--copies 28] [--runs 40]
+ * The cohort is the demo venue's analytics build (100k wallets, from `npm run analytics:build -- --venue <demo dir>
+ * --db var/demo-analytics.duckdb`) replicated `copies` times with fresh wallet ids and addresses, so the ranking
+ * path (boards, gate counts, row assembly) runs at full scale without the full-scale build. Prints the board build
+ * time, and p50 / p95 / max of uncached preset rankings (plain and with overrides) and of custom rankings.
+ */
+import { parseArgs } from 'node:util';
+import { rm } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { PRESETS, buildBoards, customRanking, presetRanking } from '../core/rankings.ts';
+import { openDuckDB, queryRows, sqlString } from '../data/duckdb.ts';
+import { duckRunner } from '../data/runner.ts';
+
+const { values } = parseArgs({ options: { source: { type: 'string' }, copies: { type: 'string' }, runs: { type: 'string' } } });
+const source = resolve(values.source ?? 'var/demo-analytics.duckdb');
+const copies = Number(values.copies ?? 28);
+const runs = Number(values.runs ?? 40);
+const path = resolve('var/bench-rankings.duckdb');
+await rm(path, { force: true });
+const { instance, conn } = await openDuckDB({ path, threads: 2 });
+const db = duckRunner(conn);
+await conn.run(`ATTACH ${sqlString(source)} AS src (READ_ONLY)`);
+const [{ n: srcRows }] = (await queryRows<{ n: number }>(conn, `SELECT count(*) AS n FROM src.a_rank_base`)) as [{ n: number }];
+const stride = 10_000_000;
+const t0 = performance.now();
+await conn.run(`CREATE TABLE a_rank_base AS SELECT * REPLACE (
+    wallet_id + k * ${stride} AS wallet_id, cluster_key + k * ${stride} AS cluster_key,
+    CASE WHEN k = 0 THEN address ELSE '0x' || lpad(printf('%x', k), 4, '0') || substr(address, 7) END AS address,
+    CASE WHEN k = 0 THEN user_key ELSE user_key || ':' || k END AS user_key,
+    CASE WHEN k = 0 THEN linked_user_id ELSE linked_user_id || ':' || k END AS linked_user_id)
+  FROM src.a_rank_base, range(${copies}) t(k) ORDER BY wallet_id`);
+await conn.run(`CREATE TABLE wallets AS SELECT wallet_id, address, username, pseudonym, profile_image, verified FROM a_rank_base`);
+await conn.run(`CREATE TABLE a_wallet_metrics AS SELECT * FROM a_rank_base LIMIT 0`);
+await conn.run(`CREATE TABLE wallet_links AS SELECT wallet_id, linked_user_id AS user_id FROM a_rank_base WHERE linked_user_id IS NOT NULL`);
+await conn.run(`CREATE TABLE a_meta AS SELECT * FROM src.a_meta`);
+const [meta] = await queryRows<{ as_of: Date }>(conn, `SELECT as_of FROM a_meta`);
+const asOf = meta!.as_of;
+const cohort = (await queryRows<{ n: number }>(conn, `SELECT count(*) AS n FROM a_rank_base`))[0]!.n;
+const loadSeconds = (performance.now() - t0) / 1000;
+const t1 = performance.now();
+await buildBoards(db, asOf);
+const boardSeconds = (performance.now() - t1) / 1000;
+const now = new Date(asOf.getTime() + 3_600_000);
+
+function stats(ms: number[]) {
+  const s = [...ms].sort((a, b) => a - b);
+  const q = (p: number) => s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)]!;
+  return { n: s.length, p50_ms: Number(q(0.5).toFixed(1)), p95_ms: Number(q(0.95).toFixed(1)), max_ms: Number(s[s.length - 1]!.toFixed(1)) };
+}
+async function time(f: () => Promise<unknown>): Promise<number> {
+  const t = performance.now();
+  await f();
+  return performance.now() - t;
+}
+const plain: number[] = [];
+const overridden: number[] = [];
+for (let i = 0; i < runs; i++) {
+  const p = PRESETS[i % PRESETS.length]!;
+  plain.push(await time(() => presetRanking(db, p.slug, { limit: 50 }, now)));
+  overridden.push(await time(() => presetRanking(db, p.slug, { limit: 50, active_within_days: 30, sort_by: 'volume', extra_metrics: ['sharpe', 'alpha_24h'] }, now)));
+}
+const custom: number[] = [];
+const configs = [
+  { gates: [{ field: 'calibration_ranked', op: 'eq', value: true }], weights: { calibration: 1, alpha_24h: 1 } },
+  { cohort: { active_within_days: 30 }, gates: [{ field: 'trade_count', op: 'gte', value: 20 }], weights: { realized_pnl: 1, sharpe: 1 } },
+  { gates: [], weights: { volume: 1 } },
+] as const;
+for (let i = 0; i < Math.max(3, Math.floor(runs / 8)); i++) custom.push(await time(() => customRanking(db, configs[i % configs.length] as never, now)));
+console.log(
+  JSON.stringify(
+    {
+      bench: 'rankings',
+      source,
+      source_wallets: srcRows,
+      copies,
+      cohort_wallets: cohort,
+      load_seconds: Number(loadSeconds.toFixed(1)),
+      boards_build_seconds: Number(boardSeconds.toFixed(1)),
+      preset_uncached: stats(plain),
+      preset_with_overrides_uncached: stats(overridden),
+      custom: stats(custom),
+      peak_rss_mb: Math.round(process.memoryUsage().rss / 2 ** 20),
+    },
+    null,
+    2,
+  ),
+);
+conn.closeSync();
+instance.closeSync();
