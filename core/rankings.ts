@@ -320,11 +320,11 @@ export const IMPLICIT_GATES = {
  * measured flag, one row per user, ranked. Columns: rank, wallet_id, user_key, composite_score, pct_<m>, ms_<m>,
  * val_<m>, plus last_trade_at and best_category (so overrides can filter the stored board).
  */
-export function boardSql(cfg: RankingConfig, asOf: AsOf, base = 'a_rank_base'): string {
+export function boardSql(cfg: RankingConfig, asOf: AsOf, base = 'a_rank_base', metrics: readonly MetricId[] = METRIC_IDS): string {
   const gates = cfg.gates.map(gateSql);
   const pass = gates.length ? gates.join(' AND ') : 'true';
   const weights = Object.entries(cfg.weights).filter(([, w]) => (w ?? 0) > 0) as [MetricId, number][];
-  const pctCols = METRIC_IDS.map((id) => {
+  const pctCols = metrics.map((id) => {
     const m: MetricDef = METRICS[id];
     const dir = m.better === 'higher' ? 'ASC' : 'DESC';
     return `(${m.measured}) AS ms_${id}, (${m.value})::DOUBLE AS val_${id},
@@ -605,7 +605,17 @@ export async function presetRanking(db: QueryRunner, slug: string, overridesInpu
   if (ov.active_within_days !== undefined) where.push(`last_trade_at > ${tsLiteral(meta.as_of)} - INTERVAL ${ov.active_within_days} DAY`);
   if (ov.best_category !== undefined) where.push(`best_category = '${ov.best_category.replace(/'/g, "''")}'`);
   const order = cfg.sort_by === 'composite' ? 'rank' : `${sortExpr(cfg.sort_by, cfg.sort_dir)}, rank`;
-  const board = await db.all<Record<string, unknown>>(`SELECT * FROM a_board WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${cfg.limit} OFFSET ${cfg.offset}`);
+  // The board is stored in (preset, rank) order: the plain view is a rank range (zone maps skip the rest); a narrowed
+  // or re-sorted view picks its wallet ids with a narrow top-N first, then reads only those wide rows.
+  let board: Record<string, unknown>[];
+  if (!narrowed && cfg.sort_by === 'composite') {
+    board = await db.all(`SELECT * FROM a_board WHERE preset = '${preset.slug}' AND rank > ${cfg.offset} AND rank <= ${cfg.offset + cfg.limit} ORDER BY rank`);
+  } else {
+    const ids = (await db.all<{ wallet_id: number }>(`SELECT wallet_id FROM a_board WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${cfg.limit} OFFSET ${cfg.offset}`)).map((r) => Number(r.wallet_id));
+    const wide = ids.length ? await db.all<Record<string, unknown>>(`SELECT * FROM a_board WHERE preset = '${preset.slug}' AND wallet_id IN (${ids.join(',')})`) : [];
+    const byId = new Map(wide.map((r) => [Number(r.wallet_id), r]));
+    board = ids.map((id) => byId.get(id)!);
+  }
   let cohort: number;
   let counts: number[];
   let scored: number;
@@ -641,7 +651,9 @@ export async function customRanking(db: QueryRunner, input: RankingConfigInput, 
   if (!parsed.success) throw new RankingError('invalid_ranking', 'invalid ranking config', { issues: parsed.error.issues });
   const cfg = parsed.data;
   const meta = await buildMeta(db);
-  await db.run(`CREATE OR REPLACE TEMP TABLE custom_board AS ${boardSql(cfg, meta.as_of)}`);
+  // a custom board scores only the metrics it weighs, shows or sorts by (presets store every metric)
+  const needed = [...new Set([...breakdownIdsFor(cfg), ...(cfg.sort_by === 'composite' ? [] : [cfg.sort_by])])];
+  await db.run(`CREATE OR REPLACE TEMP TABLE custom_board AS ${boardSql(cfg, meta.as_of, 'a_rank_base', needed)}`);
   try {
     const board = await db.all<Record<string, unknown>>(`SELECT * FROM custom_board ORDER BY rank LIMIT ${cfg.limit} OFFSET ${cfg.offset}`);
     const [c] = await db.all<Record<string, number>>(gateCountsSql(cfg, meta.as_of));
