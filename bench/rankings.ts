@@ -28,6 +28,7 @@ const t0 = performance.now();
 await conn.run(`CREATE TABLE a_rank_base AS SELECT * REPLACE (
     wallet_id + k * ${stride} AS wallet_id, cluster_key + k * ${stride} AS cluster_key,
     CASE WHEN k = 0 THEN address ELSE '0x' || lpad(printf('%x', k), 4, '0') || substr(address, 7) END AS address,
+    CASE WHEN k = 0 THEN cluster_address ELSE '0x' || lpad(printf('%x', k), 4, '0') || substr(cluster_address, 7) END AS cluster_address,
     CASE WHEN k = 0 THEN user_key ELSE user_key || ':' || k END AS user_key,
     CASE WHEN k = 0 THEN linked_user_id ELSE linked_user_id || ':' || k END AS linked_user_id)
   FROM src.a_rank_base, range(${copies}) t(k) ORDER BY wallet_id`);

@@ -309,6 +309,15 @@ function cohortSql(c: Cohort, asOf: AsOf): string {
   return parts.join(' AND ');
 }
 
+/** Base columns a ranking row shows (identity, headline numbers, cluster, verdict inputs): stored in the board so a
+ * request reads one narrow range of the board and never the 2.8M-row base table. */
+export const ROW_COLUMNS = [
+  'address', 'username', 'pseudonym', 'profile_image', 'verified', 'linked_user_id', 'lifetime_volume_usdc', 'realized_pnl',
+  'trade_count', 'markets_traded', 'win_rate_pct', 'brier', 'cluster_address', 'cluster_size', 'n_fills', 'taker_share',
+  'median_clip_usd', 'two_sided_share', 'thin_fill_share', 'n_closed_holds', 'median_hold_hours', 'calibration_ranked',
+  'n_resolved_markets', 'calibration_excess_z', 'skill_deviate', 'alpha_24h_cents', 'smart_money_tags',
+] as const;
+
 /** Explain gates after the configured ones: a row needs a measured weighted metric, and a user is one row. */
 export const IMPLICIT_GATES = {
   scored: { label: 'scored: at least one weighted metric measured', condition: 'composite_score IS NOT NULL' },
@@ -335,7 +344,7 @@ export function boardSql(cfg: RankingConfig, asOf: AsOf, base = 'a_rank_base', m
   const den = weights.map(([id, w]) => `CASE WHEN ms_${id} THEN ${w} ELSE 0 END`).join(' + ');
   const sort = sortExpr(cfg.sort_by, cfg.sort_dir);
   return `WITH gated AS (SELECT * FROM ${base} WHERE ${cohortSql(cfg.cohort, asOf)} AND ${pass}),
-    pct AS (SELECT wallet_id, user_key, last_trade_at, best_category, ${pctCols.join(',\n      ')} FROM gated),
+    pct AS (SELECT wallet_id, user_key, last_trade_at, best_category, ${ROW_COLUMNS.join(', ')}, ${pctCols.join(',\n      ')} FROM gated),
     scored AS (SELECT *, round((${num}) / nullif(${den}, 0), 9) AS composite_score FROM pct),
     per_user AS (
       SELECT * FROM scored WHERE composite_score IS NOT NULL
@@ -371,10 +380,11 @@ export function rankBaseSql(): string {
       ${copiesBadlySql()} AS copies_badly,
       b.best_category, b.best_category_z, b.best_category_markets,
       coalesce(c.cluster_id, m.wallet_id) AS cluster_key, coalesce(c.cluster_size, 1)::INTEGER AS cluster_size,
+      coalesce(cw.address, w.address) AS cluster_address,
       coalesce(l.user_id, 'w:' || w.address) AS user_key, l.user_id AS linked_user_id
     FROM a_wallet_metrics m JOIN wallets w USING (wallet_id)
       LEFT JOIN a_style s USING (wallet_id) LEFT JOIN a_best_category b USING (wallet_id)
-      LEFT JOIN a_clusters c USING (wallet_id) LEFT JOIN wallet_links l USING (wallet_id)
+      LEFT JOIN a_clusters c USING (wallet_id) LEFT JOIN wallets cw ON cw.wallet_id = c.cluster_id LEFT JOIN wallet_links l USING (wallet_id)
     WHERE m.trade_count > 0
     ORDER BY wallet_id`;
 }
@@ -509,11 +519,8 @@ async function assembleRows(
   verdictOf: VerdictOf,
 ): Promise<RankingRow[]> {
   if (!board.length) return [];
-  const ids = board.map((b) => Number(b.wallet_id));
-  const base = await db.all<Record<string, unknown>>(`SELECT * FROM a_rank_base WHERE wallet_id IN (${ids.join(',')})`);
-  const byId = new Map(base.map((r) => [Number(r.wallet_id), r]));
   // users with several wallets: every linked wallet, with its own numbers
-  const users = [...new Set(base.filter((r) => r.linked_user_id !== null && r.linked_user_id !== undefined).map((r) => String(r.linked_user_id)))];
+  const users = [...new Set(board.filter((r) => r.linked_user_id !== null && r.linked_user_id !== undefined).map((r) => String(r.linked_user_id)))];
   const linked = users.length
     ? await db.all<Record<string, unknown>>(
         `SELECT l.user_id, w.wallet_id, w.address, w.username, w.pseudonym, w.profile_image, w.verified,
@@ -523,9 +530,6 @@ async function assembleRows(
          WHERE l.user_id IN (${users.map((u) => `'${u.replace(/'/g, "''")}'`).join(',')}) ORDER BY l.user_id, w.wallet_id`,
       )
     : [];
-  // cluster representatives' addresses (cluster_key is the lowest member wallet id)
-  const keys = [...new Set(base.map((r) => Number(r.cluster_key)))];
-  const keyAddr = new Map((await db.all<{ wallet_id: number; address: string }>(`SELECT wallet_id, address FROM wallets WHERE wallet_id IN (${keys.join(',')})`)).map((r) => [Number(r.wallet_id), r.address]));
   const display = (r: Record<string, unknown>) => ({
     username: (r.username as string | null) ?? null,
     pseudonym: String(r.pseudonym),
@@ -541,7 +545,7 @@ async function assembleRows(
     display: display(r),
   });
   return board.map((b) => {
-    const r = byId.get(Number(b.wallet_id))!;
+    const r = b;
     const userId = r.linked_user_id === null || r.linked_user_id === undefined ? null : String(r.linked_user_id);
     const wallets = userId ? linked.filter((l) => String(l.user_id) === userId).map(walletEntry) : [walletEntry(r)];
     const breakdown: Record<string, number | null> = {};
@@ -569,7 +573,7 @@ async function assembleRows(
       breakdown,
       breakdown_measured: measured,
       verdict: verdictOf(r),
-      cluster_id: clusterId(keyAddr.get(Number(r.cluster_key)) ?? String(r.address)),
+      cluster_id: clusterId(String(r.cluster_address ?? r.address)),
       cluster_size: Number(r.cluster_size ?? 1),
     };
   });
