@@ -16,6 +16,8 @@ import { progressBar } from './data/progress.ts';
 import { LiveTail } from './data/live-tail/tail.ts';
 import { runAnalyticsBuild } from './core/analytics-build.ts';
 import { ensureWalletLinks } from './core/rankings.ts';
+import { SnapshotStore } from './data/snapshot-store.ts';
+import { createApp } from './web-api/app.ts';
 import { duckRunner } from './data/runner.ts';
 
 const Env = z.object({
@@ -24,6 +26,8 @@ const Env = z.object({
   DEMO_DAYS: z.coerce.number().int().min(2).default(DEMO_VENUE.days),
   DEMO_SEED: z.coerce.number().int().min(0).default(DEMO_VENUE.seed),
   LIVE_TAIL: z.enum(['on', 'off']).default('on'),
+  PORT: z.coerce.number().int().min(1).max(65535).default(8080),
+  HOST: z.string().default('127.0.0.1'),
   LIVE_TAIL_RATE: z.coerce.number().positive().max(10_000).default(68),
   LIVE_TAIL_SPEED: z.coerce.number().positive().max(100_000).default(1),
 });
@@ -95,6 +99,10 @@ const top = await queryRows<{ rank: number; address: string; composite_score: nu
 console.log(`  sharp-forecasters top 3: ${top.map((r) => `#${r.rank} ${r.address} (${r.composite_score})`).join(', ')}`);
 
 if (env.LIVE_TAIL === 'on') {
+  // The HTTP API reads on its own connection (the live tail writes on the main one).
+  const snapshots = new SnapshotStore(join(root, 'service.sqlite'));
+  const api = createApp({ db: duckRunner(await instance.connect()), snapshots });
+  const server = api.listen(env.PORT, env.HOST, () => console.log(`API: http://${env.HOST}:${env.PORT}/v1/rankings/presets  (rankings routes; more surfaces land issue by issue)`));
   const tail = await LiveTail.start(conn, venueOpts, { ratePerSecond: env.LIVE_TAIL_RATE, speed: env.LIVE_TAIL_SPEED });
   console.log(`Live tail: ~${env.LIVE_TAIL_RATE} taker fills/s (speed x${env.LIVE_TAIL_SPEED}); Ctrl-C to stop.`);
   const timer = setInterval(() => {
@@ -103,6 +111,8 @@ if (env.LIVE_TAIL === 'on') {
   }, 10_000);
   const stop = async () => {
     clearInterval(timer);
+    server.close();
+    snapshots.close();
     await tail.stop();
     conn.closeSync();
     instance.closeSync();

@@ -1,0 +1,114 @@
+/**
+ * Ranking routes over a real HTTP server on loopback: response shapes against the core's zod schemas (the spec's
+ * field tables), the 60 s cache, plan gating of extra_metrics, documented errors as the exact error object, and a
+ * fuzz of query strings that must never produce a 500 or a non-error body.
+ */
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runAnalyticsBuild } from '../../core/analytics-build.ts';
+import { PRESETS, RankingResponse } from '../../core/rankings.ts';
+import { duckRunner } from '../../data/runner.ts';
+import { createApp } from '../../web-api/app.ts';
+import { makeVenue, type TestVenue } from '../helpers/venue.ts';
+
+let v: TestVenue;
+let server: Server;
+let base: string;
+let clock = new Date('2026-11-01T00:00:00Z');
+
+beforeAll(async () => {
+  v = await makeVenue({ wallets: 3000, days: 30, seed: 3 });
+  await runAnalyticsBuild(duckRunner(v.conn), new Date('2026-10-31T23:59:59Z'));
+  const app = createApp({ db: duckRunner(v.conn), now: () => clock });
+  server = app.listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}, 600_000);
+afterAll(async () => {
+  await new Promise((r) => server?.close(r));
+  await v?.cleanup();
+});
+
+const ERROR_KEYS = new Set(['error', 'message', 'reason', 'issues', 'trace_id']);
+async function expectError(res: Response, status: number, code: string) {
+  expect(res.status).toBe(status);
+  const body = (await res.json()) as Record<string, unknown>;
+  for (const k of Object.keys(body)) expect(ERROR_KEYS.has(k), k).toBe(true);
+  expect(body.error).toBe(code);
+  expect(typeof body.trace_id).toBe('string');
+  expect(res.headers.get('x-trace-id')).toBe(body.trace_id);
+  return body;
+}
+
+describe('ranking routes', () => {
+  it('lists the ten presets', async () => {
+    const res = await fetch(`${base}/v1/rankings/presets`);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { presets: { slug: string }[] };
+    expect(body.presets.map((p) => p.slug)).toEqual(PRESETS.map((p) => p.slug));
+  });
+
+  it('serves every preset in the spec shape, cached 60 s under every parameter', async () => {
+    for (const p of PRESETS) {
+      const res = await fetch(`${base}/v1/rankings/preset/${p.slug}?limit=5`);
+      expect(res.status, p.slug).toBe(200);
+      RankingResponse.strict().parse(await res.json());
+    }
+    const first = await fetch(`${base}/v1/rankings/preset/top-pnl?limit=7`);
+    expect(first.headers.get('x-cache')).toBe('miss');
+    const again = await fetch(`${base}/v1/rankings/preset/top-pnl?limit=7`);
+    expect(again.headers.get('x-cache')).toBe('hit');
+    const other = await fetch(`${base}/v1/rankings/preset/top-pnl?limit=8`);
+    expect(other.headers.get('x-cache')).toBe('miss');
+    clock = new Date(clock.getTime() + 60_000);
+    const expired = await fetch(`${base}/v1/rankings/preset/top-pnl?limit=7`);
+    expect(expired.headers.get('x-cache')).toBe('miss');
+  });
+
+  it('custom rankings from the query form', async () => {
+    const res = await fetch(`${base}/v1/rankings?weights=realized_pnl:2,volume:1&gates=trade_count:gte:5&limit=4&sort_by=composite`);
+    expect(res.status).toBe(200);
+    const body = RankingResponse.parse(await res.json());
+    expect(body.rows.length).toBeLessThanOrEqual(4);
+    expect(body.normalized_weights).toEqual({ realized_pnl: 2 / 3, volume: 1 / 3 });
+    expect(body.explain.gates[0]!.condition).toBe('trade_count >= 5');
+  });
+
+  it('documented errors', async () => {
+    await expectError(await fetch(`${base}/v1/rankings/preset/nope`), 404, 'not_found');
+    await expectError(await fetch(`${base}/v1/rankings/preset/top-pnl?limit=0`), 400, 'invalid_request');
+    await expectError(await fetch(`${base}/v1/rankings/preset/top-pnl?surprise=1`), 400, 'invalid_request');
+    const bad = await expectError(await fetch(`${base}/v1/rankings/preset/top-pnl?extra_metrics=volume,nope`), 400, 'invalid_extra_metrics');
+    expect(bad.reason).toContain('calibration');
+    // extra_metrics is a paid feature: the anonymous Free plan gets 403 plan_required
+    await expectError(await fetch(`${base}/v1/rankings/preset/top-pnl?extra_metrics=volume`), 403, 'plan_required');
+    await expectError(await fetch(`${base}/v1/rankings?weights=nope:1`), 400, 'invalid_request');
+    await expectError(await fetch(`${base}/v1/rankings?weights=calibration`), 400, 'invalid_request');
+    await expectError(await fetch(`${base}/v1/rankings/preset/top-pnl/snapshot?date=2026-13-45`), 400, 'invalid_request');
+    await expectError(await fetch(`${base}/v1/rankings/preset/top-pnl/snapshot`), 404, 'not_found');
+    await expectError(await fetch(`${base}/v1/nothing-here`), 404, 'not_found');
+  });
+
+  it('never a 500 and never a non-error body for any query string', async () => {
+    const keys = ['limit', 'offset', 'sort_by', 'active_within_days', 'best_category', 'extra_metrics', 'weights', 'gates', 'date', 'x'];
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom('/v1/rankings/preset/top-pnl', '/v1/rankings/preset/sharp-forecasters', '/v1/rankings', '/v1/rankings/preset/whales/snapshot'),
+        fc.array(fc.tuple(fc.constantFrom(...keys), fc.oneof(fc.string({ maxLength: 12 }), fc.integer().map(String), fc.constantFrom('volume', 'calibration:1', 'true', '-1', '1e309', 'NaN'))), { maxLength: 4 }),
+        async (path, params) => {
+          const qs = new URLSearchParams(params).toString();
+          const res = await fetch(`${base}${path}${qs ? `?${qs}` : ''}`);
+          expect(res.status).toBeLessThan(500);
+          const body = (await res.json()) as Record<string, unknown>;
+          if (res.status >= 400) {
+            for (const k of Object.keys(body)) expect(ERROR_KEYS.has(k), k).toBe(true);
+            expect(typeof body.error).toBe('string');
+          }
+        },
+      ),
+      { numRuns: 150 },
+    );
+  }, 300_000);
+});

@@ -1,0 +1,175 @@
+/**
+ * The REST API for humans (express 5). This stop serves the ranking routes; accounts, keys, plans, traders and the
+ * public namespace land next (issue 5). Every non-2xx JSON body is the spec's error object (web-api/errors.ts).
+ */
+import express, { type Express, type Request } from 'express';
+import { z } from 'zod';
+import type { QueryRunner } from '../core/query.ts';
+import {
+  METRIC_IDS,
+  PRESETS,
+  PresetOverrides,
+  RankingConfig,
+  customRanking,
+  endOfDay,
+  parseExtraMetrics,
+  presetBySlug,
+  presetList,
+  presetRanking,
+  type RankingResponse,
+} from '../core/rankings.ts';
+import { TtlCache, cacheKey } from '../core/ttl-cache.ts';
+import type { SnapshotStore } from '../data/snapshot-store.ts';
+import { ApiError, assignTraceId, errorHandler, notFound } from './errors.ts';
+
+export interface AppDeps {
+  db: QueryRunner;
+  snapshots?: SnapshotStore;
+  now?: () => Date;
+  /** preset ranking cache TTL (the spec's 60 s) */
+  presetCacheMs?: number;
+}
+
+/** Who is calling and what their plan allows. Accounts and keys arrive with the account area; until then every caller is anonymous on the Free plan. */
+export interface Principal {
+  kind: 'anonymous';
+  plan: 'free';
+  features: ReadonlySet<string>;
+}
+
+function principal(_req: Request): Principal {
+  return { kind: 'anonymous', plan: 'free', features: new Set() };
+}
+
+function requireFeature(p: Principal, feature: string): void {
+  if (!p.features.has(feature)) throw new ApiError(403, 'plan_required', `${feature} needs a paid plan`, `your plan (${p.plan}) does not include ${feature}`);
+}
+
+const str = z.string().max(2000);
+/** The query form of a custom ranking (GET /v1/rankings): see docs/api.md. */
+const CustomQuery = z
+  .object({
+    weights: str,
+    gates: str.optional(),
+    active_within_days: str.optional(),
+    best_category: str.optional(),
+    min_trades: str.optional(),
+    min_volume_usdc: str.optional(),
+    tags_any: str.optional(),
+    exclude_clusters: z.enum(['true', 'false']).optional(),
+    sort_by: str.optional(),
+    sort_dir: str.optional(),
+    limit: str.optional(),
+    offset: str.optional(),
+    extra_metrics: str.optional(),
+  })
+  .strict();
+
+const numOrUndef = (s: string | undefined) => (s === undefined ? undefined : s.trim() === '' ? Number.NaN : Number(s));
+
+/** weights=calibration:0.6,alpha_24h:0.4 ; gates=calibration_ranked:eq:true,calibration_excess_z:lte:-1 */
+export function customConfigFromQuery(query: unknown): z.input<typeof RankingConfig> {
+  const q = CustomQuery.parse(query);
+  const pairs = (s: string) => s.split(',').map((x) => x.trim()).filter(Boolean);
+  const weights = Object.fromEntries(
+    pairs(q.weights).map((p) => {
+      const [k, v, ...rest] = p.split(':');
+      if (!k || v === undefined || rest.length) throw new ApiError(400, 'invalid_request', `weights entry "${p}" is not metric:weight`);
+      return [k, Number(v)];
+    }),
+  );
+  const gates = q.gates
+    ? pairs(q.gates).map((p) => {
+        const [field, op, value, ...rest] = p.split(':');
+        if (!field || !op || value === undefined || rest.length) throw new ApiError(400, 'invalid_request', `gates entry "${p}" is not field:op:value`);
+        return { field, op, value: value === 'true' ? true : value === 'false' ? false : Number(value) };
+      })
+    : [];
+  const cohort: Record<string, unknown> = {};
+  if (q.active_within_days !== undefined) cohort.active_within_days = numOrUndef(q.active_within_days);
+  if (q.best_category !== undefined) cohort.best_category = q.best_category;
+  if (q.min_trades !== undefined) cohort.min_trades = numOrUndef(q.min_trades);
+  if (q.min_volume_usdc !== undefined) cohort.min_volume_usdc = numOrUndef(q.min_volume_usdc);
+  if (q.tags_any !== undefined) cohort.tags_any = pairs(q.tags_any);
+  if (q.exclude_clusters !== undefined) cohort.exclude_clusters = q.exclude_clusters === 'true';
+  return {
+    cohort,
+    gates,
+    weights,
+    ...(q.sort_by !== undefined ? { sort_by: q.sort_by } : {}),
+    ...(q.sort_dir !== undefined ? { sort_dir: q.sort_dir } : {}),
+    ...(q.limit !== undefined ? { limit: numOrUndef(q.limit) } : {}),
+    ...(q.offset !== undefined ? { offset: numOrUndef(q.offset) } : {}),
+    extra_metrics: parseExtraMetrics(q.extra_metrics),
+  } as z.input<typeof RankingConfig>;
+}
+
+const PresetQuery = z
+  .object({
+    active_within_days: str.optional(),
+    best_category: str.optional(),
+    sort_by: str.optional(),
+    limit: str.optional(),
+    offset: str.optional(),
+    extra_metrics: str.optional(),
+  })
+  .strict();
+
+const SnapshotQuery = z.object({ date: z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'date must be YYYY-MM-DD').optional() }).strict();
+const Slug = z.string().max(64);
+
+export function createApp(deps: AppDeps): Express {
+  const now = deps.now ?? (() => new Date());
+  const cache = new TtlCache<RankingResponse>(deps.presetCacheMs ?? 60_000, () => now().getTime());
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('query parser', 'simple');
+  app.use(assignTraceId);
+  app.use(express.json({ limit: '64kb' }));
+
+  app.get('/v1/rankings/presets', (_req, res) => {
+    res.json({ presets: presetList(), metrics: METRIC_IDS });
+  });
+
+  app.get('/v1/rankings/preset/:slug', async (req, res) => {
+    const slug = Slug.parse(req.params.slug);
+    presetBySlug(slug);
+    const q = PresetQuery.parse(req.query);
+    const extra = parseExtraMetrics(q.extra_metrics);
+    if (extra.length) requireFeature(principal(req), 'extra_metrics');
+    const overrides = PresetOverrides.parse({
+      active_within_days: q.active_within_days,
+      best_category: q.best_category,
+      sort_by: q.sort_by,
+      limit: q.limit,
+      offset: q.offset,
+      extra_metrics: extra,
+    });
+    const { value, hit } = await cache.getOrCompute(cacheKey({ slug, overrides }), () => presetRanking(deps.db, slug, overrides, now()));
+    res.setHeader('X-Cache', hit ? 'hit' : 'miss');
+    res.setHeader('Cache-Control', 'public, max-age=60');
+    res.json(value);
+  });
+
+  app.get('/v1/rankings/preset/:slug/snapshot', async (req, res) => {
+    const slug = Slug.parse(req.params.slug);
+    presetBySlug(slug);
+    const q = SnapshotQuery.parse(req.query);
+    if (q.date) endOfDay(q.date);
+    if (!deps.snapshots) throw new ApiError(404, 'not_found', 'no snapshots are stored');
+    const s = q.date ? deps.snapshots.get(slug, q.date) : deps.snapshots.latest(slug);
+    if (!s) throw new ApiError(404, 'not_found', q.date ? `no snapshot of ${slug} for ${q.date}` : `no snapshot of ${slug} yet`);
+    res.json(s);
+  });
+
+  app.get('/v1/rankings', async (req, res) => {
+    const cfg = customConfigFromQuery(req.query);
+    if ((cfg.extra_metrics ?? []).length) requireFeature(principal(req), 'extra_metrics');
+    res.json(await customRanking(deps.db, cfg, now()));
+  });
+
+  app.use(notFound);
+  app.use(errorHandler);
+  return app;
+}
+
