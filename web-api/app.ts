@@ -21,6 +21,7 @@ import {
 import { TtlCache, cacheKey } from '../core/ttl-cache.ts';
 import type { SnapshotStore } from '../data/snapshot-store.ts';
 import { ApiError, assignTraceId, errorHandler, notFound } from './errors.ts';
+import { openApiDocument } from './openapi.ts';
 
 export interface AppDeps {
   db: QueryRunner;
@@ -126,6 +127,11 @@ export function createApp(deps: AppDeps): Express {
   app.set('query parser', 'simple');
   app.use(assignTraceId);
   app.use(express.json({ limit: '64kb' }));
+
+  const openapi = openApiDocument();
+  app.get('/v1/openapi.json', (_req, res) => {
+    res.json(openapi);
+  });
 
   app.get('/v1/rankings/presets', (_req, res) => {
     res.json({ presets: presetList(), metrics: METRIC_IDS });

@@ -67,6 +67,20 @@ describe('ranking routes', () => {
     expect(expired.headers.get('x-cache')).toBe('miss');
   });
 
+  it('publishes an OpenAPI 3.1 document generated from the same schemas', async () => {
+    const res = await fetch(`${base}/v1/openapi.json`);
+    expect(res.status).toBe(200);
+    const doc = (await res.json()) as { openapi: string; info: { version: string }; paths: Record<string, unknown>; components: { schemas: Record<string, { properties?: Record<string, unknown>; required?: string[] }> } };
+    expect(doc.openapi).toBe('3.1.0');
+    expect(doc.info.version).toBe('1.0.0');
+    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/v1/rankings', '/v1/rankings/preset/{slug}', '/v1/rankings/presets', '/v1/rankings/preset/{slug}/snapshot']));
+    // the response schema lists exactly the spec's ranking-response fields, all required
+    const rr = doc.components.schemas.RankingResponse!;
+    expect(Object.keys(rr.properties!).sort()).toEqual(Object.keys(RankingResponse.shape).sort());
+    expect(new Set(rr.required)).toEqual(new Set(Object.keys(RankingResponse.shape)));
+    expect(Object.keys(doc.components.schemas.Error!.properties!).sort()).toEqual(['error', 'issues', 'message', 'reason', 'trace_id']);
+  });
+
   it('custom rankings from the query form', async () => {
     const res = await fetch(`${base}/v1/rankings?weights=realized_pnl:2,volume:1&gates=trade_count:gte:5&limit=4&sort_by=composite`);
     expect(res.status).toBe(200);
