@@ -359,10 +359,27 @@ function sortExpr(sortBy: 'composite' | MetricId, dir: 'best_first' | 'worst_fir
   return `val_${sortBy} ${desc ? 'DESC' : 'ASC'} NULLS LAST`;
 }
 
-/** One aggregate pass: the cohort size and the rows remaining after each gate in order. */
-function gateCountsSql(cfg: RankingConfig, asOf: AsOf, base = 'a_rank_base'): string {
-  const cols = cfg.gates.map((_, i) => `count(*) FILTER (WHERE ${cfg.gates.slice(0, i + 1).map(gateSql).join(' AND ')}) AS g${i}`);
-  return `SELECT count(*) AS cohort${cols.length ? ', ' + cols.join(', ') : ''} FROM ${base} WHERE ${cohortSql(cfg.cohort, asOf)}`;
+interface ExplainCounts {
+  cohort: number;
+  /** rows remaining after each configured gate, in order */
+  counts: number[];
+  scored: number;
+  total: number;
+}
+
+/**
+ * One aggregate pass over the cohort: its size, the rows remaining after each gate in order, and the rows with a
+ * measured weighted metric; `total` counts the rows of the finished board (`boardFrom`: a FROM clause).
+ */
+async function explainCounts(db: QueryRunner, cfg: RankingConfig, asOf: AsOf, boardFrom: string): Promise<ExplainCounts> {
+  const gates = cfg.gates.map(gateSql);
+  const cols = gates.map((_, i) => `count(*) FILTER (WHERE ${gates.slice(0, i + 1).join(' AND ')}) AS g${i}`);
+  const [c] = await db.all<Record<string, number>>(
+    `SELECT count(*) AS cohort, ${[...cols, `count(*) FILTER (WHERE ${gates.join(' AND ') || 'true'} AND ${scoredPredicate(cfg)}) AS scored`].join(', ')},
+      (SELECT count(*) FROM ${boardFrom}) AS total
+    FROM a_rank_base WHERE ${cohortSql(cfg.cohort, asOf)}`,
+  );
+  return { cohort: Number(c!.cohort), counts: gates.map((_, i) => Number(c![`g${i}`])), scored: Number(c!.scored), total: Number(c!.total) };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -411,13 +428,8 @@ export async function buildBoards(db: QueryRunner, asOf: AsOf): Promise<void> {
     const sql = `SELECT '${p.slug}' AS preset, * FROM (${boardSql(cfg, asOf)})`;
     await db.run(first ? `CREATE OR REPLACE TABLE a_board AS ${sql} ORDER BY preset, rank` : `INSERT INTO a_board ${sql} ORDER BY rank`);
     first = false;
-    const [c] = await db.all<Record<string, number>>(gateCountsSql(cfg, asOf));
-    const counts = cfg.gates.map((_, i) => Number(c![`g${i}`]));
-    const [s] = await db.all<{ scored: number; total: number }>(
-      `WITH g AS (SELECT * FROM a_rank_base WHERE ${cohortSql(cfg.cohort, asOf)} AND ${cfg.gates.map(gateSql).join(' AND ') || 'true'})
-       SELECT (SELECT count(*) FROM g WHERE ${scoredPredicate(cfg)}) AS scored, (SELECT count(*) FROM a_board WHERE preset = '${p.slug}') AS total`,
-    );
-    await db.run(`INSERT INTO a_board_meta VALUES ('${p.slug}', ${Number(c!.cohort)}, [${counts.join(',')}]::BIGINT[], ${Number(s!.scored)}, ${Number(s!.total)})`);
+    const e = await explainCounts(db, cfg, asOf, `a_board WHERE preset = '${p.slug}'`);
+    await db.run(`INSERT INTO a_board_meta VALUES ('${p.slug}', ${e.cohort}, [${e.counts.join(',')}]::BIGINT[], ${e.scored}, ${e.total})`);
   }
 }
 
@@ -492,7 +504,7 @@ export function normalizedWeights(weights: RankingConfig['weights']): Record<str
   return Object.fromEntries(entries.map(([k, w]) => [k, w / sum]));
 }
 
-function explainGates(cfg: RankingConfig, cohort: number, counts: number[], scored: number, total: number) {
+function explainGates(cfg: RankingConfig, { cohort, counts, scored, total }: ExplainCounts) {
   const gates: RankingResponse['explain']['gates'] = [];
   let before = cohort;
   cfg.gates.forEach((g, i) => {
@@ -620,32 +632,18 @@ export async function presetRanking(db: QueryRunner, slug: string, overridesInpu
     const byId = new Map(wide.map((r) => [Number(r.wallet_id), r]));
     board = ids.map((id) => byId.get(id)!);
   }
-  let cohort: number;
-  let counts: number[];
-  let scored: number;
-  let total: number;
+  let e: ExplainCounts;
   if (!narrowed) {
     const [m] = await db.all<{ cohort_size: number; gate_counts: number[]; scored: number; total_rows: number }>(`SELECT * FROM a_board_meta WHERE preset = '${preset.slug}'`);
-    cohort = Number(m!.cohort_size);
-    counts = [...(m!.gate_counts as unknown as number[])].map(Number);
-    scored = Number(m!.scored);
-    total = Number(m!.total_rows);
+    e = { cohort: Number(m!.cohort_size), counts: [...(m!.gate_counts as unknown as number[])].map(Number), scored: Number(m!.scored), total: Number(m!.total_rows) };
   } else {
-    const [c] = await db.all<Record<string, number>>(gateCountsSql(cfg, meta.as_of));
-    cohort = Number(c!.cohort);
-    counts = cfg.gates.map((_, i) => Number(c![`g${i}`]));
-    const [s] = await db.all<{ scored: number; total: number }>(
-      `SELECT (SELECT count(*) FROM a_rank_base WHERE ${cohortSql(cfg.cohort, meta.as_of)} AND ${cfg.gates.map(gateSql).join(' AND ') || 'true'} AND ${scoredPredicate(cfg)}) AS scored,
-        (SELECT count(*) FROM a_board WHERE ${where.join(' AND ')}) AS total`,
-    );
-    scored = Number(s!.scored);
-    total = Number(s!.total);
+    e = await explainCounts(db, cfg, meta.as_of, `a_board WHERE ${where.join(' AND ')}`);
   }
   // overrides keep the preset's ranks; re-sorted or narrowed boards are renumbered from offset + 1
   const renumber = narrowed || cfg.sort_by !== 'composite';
   const rowsBoard = renumber ? board.map((b, i) => ({ ...b, rank: cfg.offset + i + 1 })) : board;
   const rows = await assembleRows(db, rowsBoard, breakdownIdsFor(cfg), verdictOf);
-  return response(cfg, rows, cohort, counts, scored, total, meta.as_of, now, t0);
+  return response(cfg, rows, e, meta.as_of, now, t0);
 }
 
 /** A custom ranking: the whole pipeline at request time over a_rank_base. */
@@ -660,21 +658,17 @@ export async function customRanking(db: QueryRunner, input: RankingConfigInput, 
   await db.run(`CREATE OR REPLACE TEMP TABLE custom_board AS ${boardSql(cfg, meta.as_of, 'a_rank_base', needed)}`);
   try {
     const board = await db.all<Record<string, unknown>>(`SELECT * FROM custom_board ORDER BY rank LIMIT ${cfg.limit} OFFSET ${cfg.offset}`);
-    const [c] = await db.all<Record<string, number>>(gateCountsSql(cfg, meta.as_of));
-    const counts = cfg.gates.map((_, i) => Number(c![`g${i}`]));
-    const [s] = await db.all<{ scored: number; total: number }>(
-      `SELECT (SELECT count(*) FROM a_rank_base WHERE ${cohortSql(cfg.cohort, meta.as_of)} AND ${cfg.gates.map(gateSql).join(' AND ') || 'true'} AND ${scoredPredicate(cfg)}) AS scored,
-        (SELECT count(*) FROM custom_board) AS total`,
-    );
+    const e = await explainCounts(db, cfg, meta.as_of, 'custom_board');
     const rows = await assembleRows(db, board, breakdownIdsFor(cfg), verdictOf);
-    return response(cfg, rows, Number(c!.cohort), counts, Number(s!.scored), Number(s!.total), meta.as_of, now, t0);
+    return response(cfg, rows, e, meta.as_of, now, t0);
   } finally {
     await db.run(`DROP TABLE IF EXISTS custom_board`);
   }
 }
 
-function response(cfg: RankingConfig, rows: RankingRow[], cohort: number, counts: number[], scored: number, total: number, asOf: Date, now: Date, t0: number): RankingResponse {
-  const gates = explainGates(cfg, cohort, counts, scored, total);
+function response(cfg: RankingConfig, rows: RankingRow[], e: ExplainCounts, asOf: Date, now: Date, t0: number): RankingResponse {
+  const { cohort, total } = e;
+  const gates = explainGates(cfg, e);
   return {
     rows,
     total_rows: total,

@@ -7,7 +7,6 @@ import { z } from 'zod';
 import type { QueryRunner } from '../core/query.ts';
 import {
   METRIC_IDS,
-  PRESETS,
   PresetOverrides,
   RankingConfig,
   customRanking,
