@@ -19,6 +19,9 @@ import { ensureWalletLinks } from './core/rankings.ts';
 import { SnapshotStore } from './data/snapshot-store.ts';
 import { createApp } from './web-api/app.ts';
 import { duckRunner } from './data/runner.ts';
+import { AccountStore } from './data/account-store.ts';
+import { RedisRateStore, SqliteRateStore, type RateStore } from './data/rate-limit.ts';
+import { mailerFromEnv } from './web-api/mail.ts';
 
 const Env = z.object({
   DATA_DIR: z.string().default('var'),
@@ -30,6 +33,12 @@ const Env = z.object({
   HOST: z.string().default('127.0.0.1'),
   LIVE_TAIL_RATE: z.coerce.number().positive().max(10_000).default(68),
   LIVE_TAIL_SPEED: z.coerce.number().positive().max(100_000).default(1),
+  /** the origin users reach the service on (SIWE URI, magic links, CSRF check); default http://HOST:PORT */
+  PUBLIC_ORIGIN: z.url().optional(),
+  SIWE_CHAIN_IDS: z.string().regex(/^\d+(,\d+)*$/).default('137'),
+  SIWE_RPC_URL: z.url().optional(),
+  REDIS_URL: z.string().optional(),
+  TRUST_PROXY: z.string().optional(),
 });
 
 const parsed = Env.safeParse(process.env);
@@ -100,9 +109,25 @@ console.log(`  sharp-forecasters top 3: ${top.map((r) => `#${r.rank} ${r.address
 
 if (env.LIVE_TAIL === 'on') {
   // The HTTP API reads on its own connection (the live tail writes on the main one).
-  const snapshots = new SnapshotStore(join(root, 'service.sqlite'));
-  const api = createApp({ db: duckRunner(await instance.connect()), snapshots });
-  const server = api.listen(env.PORT, env.HOST, () => console.log(`API: http://${env.HOST}:${env.PORT}/v1/rankings/presets  (rankings routes; more surfaces land issue by issue)`));
+  const servicePath = join(root, 'service.sqlite');
+  const snapshots = new SnapshotStore(servicePath);
+  const accounts = new AccountStore(servicePath);
+  let rates: RateStore;
+  if (env.REDIS_URL) {
+    const { Redis } = await import('ioredis');
+    rates = new RedisRateStore(new Redis(env.REDIS_URL, { maxRetriesPerRequest: 2 }));
+  } else rates = new SqliteRateStore(servicePath);
+  const origin = env.PUBLIC_ORIGIN ?? `http://${env.HOST}:${env.PORT}`;
+  const api = createApp({
+    db: duckRunner(await instance.connect()),
+    snapshots,
+    accounts,
+    rates,
+    mailer: mailerFromEnv(process.env),
+    auth: { origin: new URL(origin).origin, chainIds: env.SIWE_CHAIN_IDS.split(',').map(Number), rpcUrl: env.SIWE_RPC_URL },
+    trustProxy: env.TRUST_PROXY,
+  });
+  const server = api.listen(env.PORT, env.HOST, () => console.log(`API: ${origin}/v1/openapi.json  (public: ${origin}/v1/public/pulse)`));
   const tail = await LiveTail.start(conn, venueOpts, { ratePerSecond: env.LIVE_TAIL_RATE, speed: env.LIVE_TAIL_SPEED });
   console.log(`Live tail: ~${env.LIVE_TAIL_RATE} taker fills/s (speed x${env.LIVE_TAIL_SPEED}); Ctrl-C to stop.`);
   const timer = setInterval(() => {
@@ -113,6 +138,8 @@ if (env.LIVE_TAIL === 'on') {
     clearInterval(timer);
     server.close();
     snapshots.close();
+    accounts.close();
+    await rates.close();
     await tail.stop();
     conn.closeSync();
     instance.closeSync();

@@ -1,8 +1,9 @@
 /**
- * The REST API for humans (express 5). This stop serves the ranking routes; accounts, keys, plans, traders and the
- * public namespace land next (issue 5). Every non-2xx JSON body is the spec's error object (web-api/errors.ts).
+ * The REST API for humans (express 5): sign-in and the account area, the public namespace, traders, rankings and
+ * the resolutions feed. Every non-2xx JSON body is the spec's error object (web-api/errors.ts). Anonymous callers
+ * reach /v1/public/*, /v1/auth/* and the OpenAPI document; everything else needs a session cookie or an API key.
  */
-import express, { type Express, type Request } from 'express';
+import express, { type Express } from 'express';
 import { z } from 'zod';
 import type { QueryRunner } from '../core/query.ts';
 import {
@@ -18,31 +19,30 @@ import {
   type RankingResponse,
 } from '../core/rankings.ts';
 import { TtlCache, cacheKey } from '../core/ttl-cache.ts';
+import type { AccountStore } from '../data/account-store.ts';
+import type { RateStore } from '../data/rate-limit.ts';
 import type { SnapshotStore } from '../data/snapshot-store.ts';
+import { accountRouter, authenticate, authRouter, type AuthConfig, type AuthDeps } from './auth.ts';
 import { ApiError, assignTraceId, errorHandler, notFound } from './errors.ts';
+import { devMailer, type Mailer } from './mail.ts';
 import { openApiDocument } from './openapi.ts';
+import { requireAuth, requireFeature } from './principal.ts';
+import { RateLimiter, type RuleOverrides } from './rate-limits.ts';
 
 export interface AppDeps {
   db: QueryRunner;
+  accounts: AccountStore;
+  rates: RateStore;
+  auth: AuthConfig;
+  mailer?: Mailer;
   snapshots?: SnapshotStore;
   now?: () => Date;
   /** preset ranking cache TTL (the spec's 60 s) */
   presetCacheMs?: number;
-}
-
-/** Who is calling and what their plan allows. Accounts and keys arrive with the account area; until then every caller is anonymous on the Free plan. */
-export interface Principal {
-  kind: 'anonymous';
-  plan: 'free';
-  features: ReadonlySet<string>;
-}
-
-function principal(_req: Request): Principal {
-  return { kind: 'anonymous', plan: 'free', features: new Set() };
-}
-
-function requireFeature(p: Principal, feature: string): void {
-  if (!p.features.has(feature)) throw new ApiError(403, 'plan_required', `${feature} needs a paid plan`, `your plan (${p.plan}) does not include ${feature}`);
+  /** tighter or looser limits than RULES (tests, operators) */
+  rateRules?: RuleOverrides;
+  /** express "trust proxy" (TRUST_PROXY): set when a reverse proxy forwards X-Forwarded-For */
+  trustProxy?: string | number | boolean;
 }
 
 const str = z.string().max(2000);
@@ -121,9 +121,12 @@ const Slug = z.string().max(64);
 export function createApp(deps: AppDeps): Express {
   const now = deps.now ?? (() => new Date());
   const cache = new TtlCache<RankingResponse>(deps.presetCacheMs ?? 60_000, () => now().getTime());
+  const limiter = new RateLimiter(deps.rates, now, deps.rateRules);
+  const authDeps: AuthDeps = { store: deps.accounts, db: deps.db, mailer: deps.mailer ?? devMailer(), limiter, config: deps.auth, now };
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
+  if (deps.trustProxy !== undefined) app.set('trust proxy', deps.trustProxy);
   app.use(assignTraceId);
   app.use(express.json({ limit: '64kb' }));
 
@@ -131,6 +134,18 @@ export function createApp(deps: AppDeps): Express {
   app.get('/v1/openapi.json', (_req, res) => {
     res.json(openapi);
   });
+
+  // everything below may carry a credential; /v1/auth/* also serves anonymous callers
+  app.use('/v1', authenticate(authDeps));
+  app.use('/v1/auth', limiter.apiTraffic(), authRouter(authDeps));
+  // from here on a session or an API key is required
+  const traffic = limiter.apiTraffic();
+  app.use('/v1', (req, res, next) => {
+    if (req.path.startsWith('/public/')) return next(); // an unknown public route: the 404 below, not a 401
+    requireAuth(res);
+    return traffic(req, res, next);
+  });
+  app.use('/v1', accountRouter(authDeps));
 
   app.get('/v1/rankings/presets', (_req, res) => {
     res.json({ presets: presetList(), metrics: METRIC_IDS });
@@ -141,7 +156,7 @@ export function createApp(deps: AppDeps): Express {
     presetBySlug(slug);
     const q = PresetQuery.parse(req.query);
     const extra = parseExtraMetrics(q.extra_metrics);
-    if (extra.length) requireFeature(principal(req), 'extra_metrics');
+    if (extra.length) requireFeature(requireAuth(res), 'extra_metrics');
     const overrides = PresetOverrides.parse({
       active_within_days: q.active_within_days,
       best_category: q.best_category,
@@ -169,7 +184,7 @@ export function createApp(deps: AppDeps): Express {
 
   app.get('/v1/rankings', async (req, res) => {
     const cfg = customConfigFromQuery(req.query);
-    if ((cfg.extra_metrics ?? []).length) requireFeature(principal(req), 'extra_metrics');
+    if ((cfg.extra_metrics ?? []).length) requireFeature(requireAuth(res), 'extra_metrics');
     res.json(await customRanking(deps.db, cfg, now()));
   });
 

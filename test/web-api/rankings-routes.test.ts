@@ -3,31 +3,33 @@
  * field tables), the 60 s cache, plan gating of extra_metrics, documented errors as the exact error object, and a
  * fuzz of query strings that must never produce a 500 or a non-error body.
  */
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runAnalyticsBuild } from '../../core/analytics-build.ts';
 import { PRESETS, RankingResponse } from '../../core/rankings.ts';
 import { duckRunner } from '../../data/runner.ts';
-import { createApp } from '../../web-api/app.ts';
+import { startApp, type TestApp } from '../helpers/app.ts';
 import { makeVenue, type TestVenue } from '../helpers/venue.ts';
 
 let v: TestVenue;
-let server: Server;
+let t: TestApp;
 let base: string;
+let freeKey: string;
+let proKey: string;
+/** a request with a Free-plan key unless another key (or none) is given */
+const get = (path: string, key: string | null = freeKey): Promise<Response> => fetch(`${base}${path}`, key ? { headers: { authorization: `Bearer ${key}` } } : {});
 let clock = new Date('2026-11-01T00:00:00Z');
 
 beforeAll(async () => {
   v = await makeVenue({ wallets: 3000, days: 30, seed: 3 });
   await runAnalyticsBuild(duckRunner(v.conn), new Date('2026-10-31T23:59:59Z'));
-  const app = createApp({ db: duckRunner(v.conn), now: () => clock });
-  server = app.listen(0, '127.0.0.1');
-  await new Promise((r) => server.once('listening', r));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  t = await startApp(duckRunner(v.conn), { now: () => clock, rateRules: {} });
+  base = t.base;
+  freeKey = t.keyFor('free').key;
+  proKey = t.keyFor('pro').key;
 }, 600_000);
 afterAll(async () => {
-  await new Promise((r) => server?.close(r));
+  await t?.close();
   await v?.cleanup();
 });
 
@@ -44,7 +46,7 @@ async function expectError(res: Response, status: number, code: string) {
 
 describe('ranking routes', () => {
   it('lists the ten presets', async () => {
-    const res = await fetch(`${base}/v1/rankings/presets`);
+    const res = await get(`/v1/rankings/presets`);
     expect(res.status).toBe(200);
     const body = (await res.json()) as { presets: { slug: string }[] };
     expect(body.presets.map((p) => p.slug)).toEqual(PRESETS.map((p) => p.slug));
@@ -52,23 +54,23 @@ describe('ranking routes', () => {
 
   it('serves every preset in the spec shape, cached 60 s under every parameter', async () => {
     for (const p of PRESETS) {
-      const res = await fetch(`${base}/v1/rankings/preset/${p.slug}?limit=5`);
+      const res = await get(`/v1/rankings/preset/${p.slug}?limit=5`);
       expect(res.status, p.slug).toBe(200);
       RankingResponse.strict().parse(await res.json());
     }
-    const first = await fetch(`${base}/v1/rankings/preset/top-pnl?limit=7`);
+    const first = await get(`/v1/rankings/preset/top-pnl?limit=7`);
     expect(first.headers.get('x-cache')).toBe('miss');
-    const again = await fetch(`${base}/v1/rankings/preset/top-pnl?limit=7`);
+    const again = await get(`/v1/rankings/preset/top-pnl?limit=7`);
     expect(again.headers.get('x-cache')).toBe('hit');
-    const other = await fetch(`${base}/v1/rankings/preset/top-pnl?limit=8`);
+    const other = await get(`/v1/rankings/preset/top-pnl?limit=8`);
     expect(other.headers.get('x-cache')).toBe('miss');
     clock = new Date(clock.getTime() + 60_000);
-    const expired = await fetch(`${base}/v1/rankings/preset/top-pnl?limit=7`);
+    const expired = await get(`/v1/rankings/preset/top-pnl?limit=7`);
     expect(expired.headers.get('x-cache')).toBe('miss');
   });
 
   it('publishes an OpenAPI 3.1 document generated from the same schemas', async () => {
-    const res = await fetch(`${base}/v1/openapi.json`);
+    const res = await get('/v1/openapi.json', null);
     expect(res.status).toBe(200);
     const doc = (await res.json()) as { openapi: string; info: { version: string }; paths: Record<string, unknown>; components: { schemas: Record<string, { properties?: Record<string, unknown>; required?: string[] }> } };
     expect(doc.openapi).toBe('3.1.0');
@@ -82,7 +84,7 @@ describe('ranking routes', () => {
   });
 
   it('custom rankings from the query form', async () => {
-    const res = await fetch(`${base}/v1/rankings?weights=realized_pnl:2,volume:1&gates=trade_count:gte:5&limit=4&sort_by=composite`);
+    const res = await get(`/v1/rankings?weights=realized_pnl:2,volume:1&gates=trade_count:gte:5&limit=4&sort_by=composite`);
     expect(res.status).toBe(200);
     const body = RankingResponse.parse(await res.json());
     expect(body.rows.length).toBeLessThanOrEqual(4);
@@ -91,18 +93,31 @@ describe('ranking routes', () => {
   });
 
   it('documented errors', async () => {
-    await expectError(await fetch(`${base}/v1/rankings/preset/nope`), 404, 'not_found');
-    await expectError(await fetch(`${base}/v1/rankings/preset/top-pnl?limit=0`), 400, 'invalid_request');
-    await expectError(await fetch(`${base}/v1/rankings/preset/top-pnl?surprise=1`), 400, 'invalid_request');
-    const bad = await expectError(await fetch(`${base}/v1/rankings/preset/top-pnl?extra_metrics=volume,nope`), 400, 'invalid_extra_metrics');
+    await expectError(await get(`/v1/rankings/preset/nope`), 404, 'not_found');
+    await expectError(await get(`/v1/rankings/preset/top-pnl?limit=0`), 400, 'invalid_request');
+    await expectError(await get(`/v1/rankings/preset/top-pnl?surprise=1`), 400, 'invalid_request');
+    const bad = await expectError(await get(`/v1/rankings/preset/top-pnl?extra_metrics=volume,nope`), 400, 'invalid_extra_metrics');
     expect(bad.reason).toContain('calibration');
-    // extra_metrics is a paid feature: the anonymous Free plan gets 403 plan_required
-    await expectError(await fetch(`${base}/v1/rankings/preset/top-pnl?extra_metrics=volume`), 403, 'plan_required');
-    await expectError(await fetch(`${base}/v1/rankings?weights=nope:1`), 400, 'invalid_request');
-    await expectError(await fetch(`${base}/v1/rankings?weights=calibration`), 400, 'invalid_request');
-    await expectError(await fetch(`${base}/v1/rankings/preset/top-pnl/snapshot?date=2026-13-45`), 400, 'invalid_request');
-    await expectError(await fetch(`${base}/v1/rankings/preset/top-pnl/snapshot`), 404, 'not_found');
-    await expectError(await fetch(`${base}/v1/nothing-here`), 404, 'not_found');
+    // extra_metrics is a paid feature: the Free plan gets 403 plan_required, Pro gets the breakdown columns
+    await expectError(await get(`/v1/rankings/preset/top-pnl?extra_metrics=volume`), 403, 'plan_required');
+    await expectError(await get(`/v1/rankings?weights=volume:1&extra_metrics=volume`), 403, 'plan_required');
+    const paid = await get(`/v1/rankings/preset/top-pnl?extra_metrics=volume&limit=3`, proKey);
+    expect(paid.status).toBe(200);
+    const rows = RankingResponse.parse(await paid.json()).rows;
+    expect(rows.length).toBeGreaterThan(0);
+    for (const r of rows) expect(Object.keys(r.breakdown)).toContain('volume');
+    const unpaid = RankingResponse.parse(await (await get(`/v1/rankings/preset/top-pnl?limit=3`)).json()).rows;
+    for (const r of unpaid) expect(Object.keys(r.breakdown)).not.toContain('volume');
+    // no credential: 401 auth_required on every ranking route
+    for (const path of ['/v1/rankings/presets', '/v1/rankings/preset/top-pnl', '/v1/rankings?weights=volume:1', '/v1/rankings/preset/top-pnl/snapshot'])
+      await expectError(await get(path, null), 401, 'auth_required');
+    await expectError(await get('/v1/rankings/presets', 'pk_live_' + 'a'.repeat(26)), 401, 'invalid_api_key');
+    await expectError(await get('/v1/rankings/presets', 'not-a-key'), 401, 'invalid_api_key');
+    await expectError(await get(`/v1/rankings?weights=nope:1`), 400, 'invalid_request');
+    await expectError(await get(`/v1/rankings?weights=calibration`), 400, 'invalid_request');
+    await expectError(await get(`/v1/rankings/preset/top-pnl/snapshot?date=2026-13-45`), 400, 'invalid_request');
+    await expectError(await get(`/v1/rankings/preset/top-pnl/snapshot`), 404, 'not_found');
+    await expectError(await get(`/v1/nothing-here`), 404, 'not_found');
   });
 
   it('never a 500 and never a non-error body for any query string', async () => {
@@ -113,7 +128,7 @@ describe('ranking routes', () => {
         fc.array(fc.tuple(fc.constantFrom(...keys), fc.oneof(fc.string({ maxLength: 12 }), fc.integer().map(String), fc.constantFrom('volume', 'calibration:1', 'true', '-1', '1e309', 'NaN'))), { maxLength: 4 }),
         async (path, params) => {
           const qs = new URLSearchParams(params).toString();
-          const res = await fetch(`${base}${path}${qs ? `?${qs}` : ''}`);
+          const res = await get(`${path}${qs ? `?${qs}` : ''}`);
           expect(res.status).toBeLessThan(500);
           const body = (await res.json()) as Record<string, unknown>;
           if (res.status >= 400) {

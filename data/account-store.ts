@@ -1,0 +1,412 @@
+/**
+ * Accounts (SQLite, embedded default of the service state): users, sessions, API keys, SIWE nonces, magic-link
+ * tokens and proxy claims. Secrets (session tokens, API keys, magic tokens) are stored only as SHA-256 hashes: they
+ * carry 128+ bits of entropy, so a fast hash is enough (a slow password hash guards low-entropy secrets).
+ *
+ * Single-use things (nonces, magic tokens) are consumed with one conditional UPDATE, so two concurrent requests
+ * (even from two processes on the same file) can never both succeed.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import Database from 'better-sqlite3';
+import { PlanId, type PlanId as PlanIdT } from '../core/plans.ts';
+import type { AccountDirectory, FoundingStatus, ProxyClaim } from '../web-api/directory.ts';
+
+export const NONCE_TTL_MS = 5 * 60_000;
+export const MAGIC_TOKEN_TTL_MS = 15 * 60_000;
+/** a session ends after this long without a request… */
+export const SESSION_IDLE_MS = 7 * 24 * 3600_000;
+/** …and at the latest this long after sign-in */
+export const SESSION_ABSOLUTE_MS = 30 * 24 * 3600_000;
+/** last_seen is written at most this often per session (idle expiry needs no finer grain) */
+const TOUCH_EVERY_MS = 60_000;
+export const FOUNDING_SPOTS = 500;
+export const MAX_ACTIVE_KEYS = 20;
+export const API_KEY_PREFIX = 'pk_live_';
+/** key = pk_live_ + 26 base32 characters (130 bits); the first 12 characters are shown as its prefix */
+export const API_KEY_RE = /^pk_live_[a-z2-7]{26}$/;
+const DISPLAY_PREFIX_LEN = 12;
+
+export const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+
+const B32 = 'abcdefghijklmnopqrstuvwxyz234567';
+function base32(bytes: Buffer, chars: number): string {
+  let bits = 0;
+  let value = 0;
+  let out = '';
+  for (const b of bytes) {
+    value = (value << 8) | b;
+    bits += 8;
+    while (bits >= 5 && out.length < chars) {
+      out += B32[(value >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+  }
+  return out;
+}
+const randomId = (prefix: string) => `${prefix}_${base32(randomBytes(10), 16)}`;
+export const randomToken = () => randomBytes(32).toString('base64url');
+
+export interface UserRow {
+  user_id: string;
+  eoa: string | null;
+  email: string | null;
+  display_name: string | null;
+  x_username: string | null;
+  created_at: string;
+  plan: PlanIdT;
+  invite_code: string;
+  referred_by: string | null;
+  founding: number;
+  deleted_at: string | null;
+}
+
+/** The spec's user record (GET form). */
+export interface UserRecord {
+  user_id: string;
+  eoa: string | null;
+  email: string | null;
+  display_name: string | null;
+  x_username: string | null;
+  created_at: string;
+  claimed_proxy_count: number;
+  primary_claimed_proxy: string | null;
+  is_founding: boolean;
+}
+
+export interface SessionInfo {
+  session_id: string;
+  user_id: string;
+  plan: PlanIdT;
+  expires_at: Date;
+}
+
+export interface ApiKeyInfo {
+  id: string;
+  label: string;
+  prefix: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+export class AccountError extends Error {
+  constructor(
+    readonly code: 'email_taken' | 'key_limit' | 'not_found' | 'user_deleted',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export class AccountStore implements AccountDirectory {
+  readonly db: Database.Database;
+
+  constructor(path: string) {
+    this.db = new Database(path);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma('busy_timeout = 5000');
+    this.db.pragma('foreign_keys = ON');
+    this.db.exec(`
+      CREATE TABLE IF NOT EXISTS users (
+        user_id TEXT PRIMARY KEY, eoa TEXT UNIQUE, email TEXT UNIQUE, display_name TEXT, x_username TEXT,
+        created_at TEXT NOT NULL, plan TEXT NOT NULL DEFAULT 'free', invite_code TEXT NOT NULL UNIQUE,
+        referred_by TEXT REFERENCES users(user_id), founding INTEGER NOT NULL DEFAULT 0, deleted_at TEXT);
+      CREATE TABLE IF NOT EXISTS sessions (
+        session_id TEXT PRIMARY KEY, token_hash TEXT NOT NULL UNIQUE, user_id TEXT NOT NULL REFERENCES users(user_id),
+        method TEXT NOT NULL, created_ms INTEGER NOT NULL, last_seen_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL,
+        revoked_ms INTEGER, custodian_session_hash TEXT);
+      CREATE INDEX IF NOT EXISTS sessions_user ON sessions(user_id);
+      CREATE TABLE IF NOT EXISTS api_keys (
+        key_id TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users(user_id), key_hash TEXT NOT NULL UNIQUE,
+        prefix TEXT NOT NULL, label TEXT NOT NULL, created_at TEXT NOT NULL, last_used_ms INTEGER, revoked_at TEXT);
+      CREATE INDEX IF NOT EXISTS api_keys_user ON api_keys(user_id);
+      CREATE TABLE IF NOT EXISTS siwe_nonces (
+        nonce TEXT PRIMARY KEY, issued_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL, consumed_ms INTEGER);
+      CREATE TABLE IF NOT EXISTS magic_tokens (
+        token_hash TEXT PRIMARY KEY, email TEXT NOT NULL, next TEXT, issued_ms INTEGER NOT NULL,
+        expires_ms INTEGER NOT NULL, consumed_ms INTEGER);
+      CREATE TABLE IF NOT EXISTS proxy_claims (
+        proxy TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users(user_id), method TEXT NOT NULL, claimed_at TEXT NOT NULL);
+      CREATE INDEX IF NOT EXISTS proxy_claims_user ON proxy_claims(user_id);
+      CREATE TABLE IF NOT EXISTS plan_changes (
+        user_id TEXT NOT NULL, plan TEXT NOT NULL, changed_at TEXT NOT NULL, note TEXT);`);
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  // -------------------------------------------------------------------------------------------------------------
+  // Users
+  // -------------------------------------------------------------------------------------------------------------
+
+  private userRow(userId: string): UserRow | undefined {
+    return this.db.prepare(`SELECT * FROM users WHERE user_id = ?`).get(userId) as UserRow | undefined;
+  }
+
+  /** The active (not deleted) user, or null. */
+  user(userId: string): UserRow | null {
+    const u = this.userRow(userId);
+    return u && !u.deleted_at ? u : null;
+  }
+
+  /** A new user; the first FOUNDING_SPOTS accounts are founding members (decided inside the insert's transaction). */
+  private createUser(fields: { eoa?: string | null; email?: string | null; referredBy?: string | null }, nowMs: number): UserRow {
+    return this.db.transaction(() => {
+      const founding = (this.db.prepare(`SELECT count(*) AS n FROM users WHERE founding = 1`).get() as { n: number }).n < FOUNDING_SPOTS ? 1 : 0;
+      const id = randomId('usr');
+      this.db
+        .prepare(`INSERT INTO users (user_id, eoa, email, created_at, invite_code, referred_by, founding) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+        .run(id, fields.eoa ?? null, fields.email ?? null, iso(nowMs), base32(randomBytes(6), 8), fields.referredBy ?? null, founding);
+      return this.userRow(id)!;
+    }).immediate();
+  }
+
+  /** Find the user signed in with this wallet (EIP-55 address), creating one on first sign-in. */
+  userForEoa(eoa: string, nowMs: number): UserRow {
+    const existing = this.db.prepare(`SELECT * FROM users WHERE eoa = ? AND deleted_at IS NULL`).get(eoa) as UserRow | undefined;
+    return existing ?? this.createUser({ eoa }, nowMs);
+  }
+
+  /** Find the user with this (lowercased) email, creating one on first sign-in. */
+  userForEmail(email: string, nowMs: number): UserRow {
+    const e = email.toLowerCase();
+    const existing = this.db.prepare(`SELECT * FROM users WHERE email = ? AND deleted_at IS NULL`).get(e) as UserRow | undefined;
+    return existing ?? this.createUser({ email: e }, nowMs);
+  }
+
+  record(userId: string): UserRecord | null {
+    const u = this.user(userId);
+    if (!u) return null;
+    const claims = this.db.prepare(`SELECT proxy FROM proxy_claims WHERE user_id = ? ORDER BY claimed_at, proxy`).all(userId) as { proxy: string }[];
+    return {
+      user_id: u.user_id,
+      eoa: u.eoa,
+      email: u.email,
+      display_name: u.display_name,
+      x_username: u.x_username,
+      created_at: u.created_at,
+      claimed_proxy_count: claims.length,
+      primary_claimed_proxy: claims[0]?.proxy ?? null,
+      is_founding: u.founding === 1,
+    };
+  }
+
+  /** PATCH /v1/auth/me: only the keys present change; an email another account holds is a conflict. */
+  updateProfile(userId: string, patch: { display_name?: string | null; email?: string | null; x_username?: string | null }): UserRow {
+    const u = this.user(userId);
+    if (!u) throw new AccountError('user_deleted', 'the account no longer exists');
+    const next = {
+      display_name: patch.display_name !== undefined ? patch.display_name : u.display_name,
+      email: patch.email !== undefined ? (patch.email === null ? null : patch.email.toLowerCase()) : u.email,
+      x_username: patch.x_username !== undefined ? patch.x_username : u.x_username,
+    };
+    try {
+      this.db.prepare(`UPDATE users SET display_name = ?, email = ?, x_username = ? WHERE user_id = ?`).run(next.display_name, next.email, next.x_username, userId);
+    } catch (e) {
+      if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw new AccountError('email_taken', 'another account uses this email');
+      throw e;
+    }
+    return this.user(userId)!;
+  }
+
+  /**
+   * Irreversible anonymization: identity fields, claims, sessions and keys go; the row stays as a tombstone so
+   * nothing that referenced the id dangles. Returns false when the user was already gone.
+   */
+  anonymize(userId: string, nowMs: number): boolean {
+    return this.db.transaction(() => {
+      const r = this.db
+        .prepare(`UPDATE users SET eoa = NULL, email = NULL, display_name = NULL, x_username = NULL, deleted_at = ?, invite_code = ? WHERE user_id = ? AND deleted_at IS NULL`)
+        .run(iso(nowMs), `deleted-${randomBytes(8).toString('hex')}`, userId);
+      if (r.changes === 0) return false;
+      this.db.prepare(`DELETE FROM proxy_claims WHERE user_id = ?`).run(userId);
+      this.db.prepare(`UPDATE sessions SET revoked_ms = ? WHERE user_id = ? AND revoked_ms IS NULL`).run(nowMs, userId);
+      this.db.prepare(`UPDATE api_keys SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL`).run(iso(nowMs), userId);
+      return true;
+    })();
+  }
+
+  /** Admin: set a user's plan (billing is outside the service). */
+  setPlan(userId: string, plan: PlanIdT, nowMs: number, note?: string): void {
+    PlanId.parse(plan);
+    this.db.transaction(() => {
+      const r = this.db.prepare(`UPDATE users SET plan = ? WHERE user_id = ? AND deleted_at IS NULL`).run(plan, userId);
+      if (r.changes === 0) throw new AccountError('not_found', `no active user ${userId}`);
+      this.db.prepare(`INSERT INTO plan_changes (user_id, plan, changed_at, note) VALUES (?, ?, ?, ?)`).run(userId, plan, iso(nowMs), note ?? null);
+    })();
+  }
+
+  /** Admin lookup: by user id, EOA (any case) or email. */
+  findUser(ref: string): UserRow | null {
+    const r = ref.trim();
+    const row = this.db
+      .prepare(`SELECT * FROM users WHERE deleted_at IS NULL AND (user_id = ? OR lower(eoa) = lower(?) OR email = lower(?)) LIMIT 1`)
+      .get(r, r, r) as UserRow | undefined;
+    return row ?? null;
+  }
+
+  // -------------------------------------------------------------------------------------------------------------
+  // Sessions
+  // -------------------------------------------------------------------------------------------------------------
+
+  /** A new session; returns the cookie token (shown once, stored hashed). */
+  createSession(userId: string, method: 'siwe' | 'magic', nowMs: number, custodianSession?: string): { token: string; session_id: string; expires_at: Date } {
+    const token = randomToken();
+    const id = randomId('ses');
+    const expires = nowMs + SESSION_ABSOLUTE_MS;
+    this.db
+      .prepare(`INSERT INTO sessions (session_id, token_hash, user_id, method, created_ms, last_seen_ms, expires_ms, custodian_session_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+      .run(id, sha256(token), userId, method, nowMs, nowMs, expires, custodianSession ? sha256(custodianSession) : null);
+    return { token, session_id: id, expires_at: new Date(Math.min(expires, nowMs + SESSION_IDLE_MS)) };
+  }
+
+  /** The live session behind a cookie token (and a touch of its idle clock), or null. */
+  session(token: string, nowMs: number): SessionInfo | null {
+    const s = this.db
+      .prepare(
+        `SELECT s.session_id, s.user_id, s.last_seen_ms, s.expires_ms, u.plan FROM sessions s JOIN users u USING (user_id)
+         WHERE s.token_hash = ? AND s.revoked_ms IS NULL AND u.deleted_at IS NULL`,
+      )
+      .get(sha256(token)) as { session_id: string; user_id: string; last_seen_ms: number; expires_ms: number; plan: PlanIdT } | undefined;
+    if (!s || nowMs >= s.expires_ms || nowMs - s.last_seen_ms >= SESSION_IDLE_MS) return null;
+    if (nowMs - s.last_seen_ms >= TOUCH_EVERY_MS) this.db.prepare(`UPDATE sessions SET last_seen_ms = ? WHERE session_id = ?`).run(nowMs, s.session_id);
+    return { session_id: s.session_id, user_id: s.user_id, plan: s.plan, expires_at: new Date(Math.min(s.expires_ms, nowMs + SESSION_IDLE_MS)) };
+  }
+
+  revokeSession(sessionId: string, nowMs: number): boolean {
+    return this.db.prepare(`UPDATE sessions SET revoked_ms = ? WHERE session_id = ? AND revoked_ms IS NULL`).run(nowMs, sessionId).changes === 1;
+  }
+
+  /** Revoke every live session of a user; returns how many were live. */
+  revokeAllSessions(userId: string, nowMs: number): number {
+    return this.db
+      .prepare(`UPDATE sessions SET revoked_ms = ? WHERE user_id = ? AND revoked_ms IS NULL AND expires_ms > ? AND last_seen_ms > ?`)
+      .run(nowMs, userId, nowMs, nowMs - SESSION_IDLE_MS).changes;
+  }
+
+  // -------------------------------------------------------------------------------------------------------------
+  // SIWE nonces and magic-link tokens: issued, then consumed at most once
+  // -------------------------------------------------------------------------------------------------------------
+
+  issueNonce(nonce: string, nowMs: number): Date {
+    this.db.prepare(`INSERT INTO siwe_nonces (nonce, issued_ms, expires_ms) VALUES (?, ?, ?)`).run(nonce, nowMs, nowMs + NONCE_TTL_MS);
+    return new Date(nowMs + NONCE_TTL_MS);
+  }
+
+  /** True exactly once for an issued, unexpired nonce. */
+  consumeNonce(nonce: string, nowMs: number): boolean {
+    return this.db.prepare(`UPDATE siwe_nonces SET consumed_ms = ? WHERE nonce = ? AND consumed_ms IS NULL AND expires_ms > ?`).run(nowMs, nonce, nowMs).changes === 1;
+  }
+
+  issueMagicToken(email: string, next: string | null, nowMs: number): string {
+    const token = randomToken();
+    this.db
+      .prepare(`INSERT INTO magic_tokens (token_hash, email, next, issued_ms, expires_ms) VALUES (?, ?, ?, ?, ?)`)
+      .run(sha256(token), email.toLowerCase(), next, nowMs, nowMs + MAGIC_TOKEN_TTL_MS);
+    return token;
+  }
+
+  /** The email and next path of an issued, unexpired, unused token — once. */
+  consumeMagicToken(token: string, nowMs: number): { email: string; next: string | null } | null {
+    const row = this.db
+      .prepare(`UPDATE magic_tokens SET consumed_ms = ? WHERE token_hash = ? AND consumed_ms IS NULL AND expires_ms > ? RETURNING email, next`)
+      .get(nowMs, sha256(token), nowMs) as { email: string; next: string | null } | undefined;
+    return row ?? null;
+  }
+
+  /** Drop nonces and tokens that can no longer be used (kept a day for audit). */
+  purgeExpired(nowMs: number): void {
+    const cutoff = nowMs - 24 * 3600_000;
+    this.db.prepare(`DELETE FROM siwe_nonces WHERE expires_ms < ?`).run(cutoff);
+    this.db.prepare(`DELETE FROM magic_tokens WHERE expires_ms < ?`).run(cutoff);
+  }
+
+  // -------------------------------------------------------------------------------------------------------------
+  // API keys
+  // -------------------------------------------------------------------------------------------------------------
+
+  mintApiKey(userId: string, label: string, nowMs: number): { key: string; info: ApiKeyInfo } {
+    return this.db.transaction(() => {
+      if (!this.user(userId)) throw new AccountError('user_deleted', 'the account no longer exists');
+      const active = (this.db.prepare(`SELECT count(*) AS n FROM api_keys WHERE user_id = ? AND revoked_at IS NULL`).get(userId) as { n: number }).n;
+      if (active >= MAX_ACTIVE_KEYS) throw new AccountError('key_limit', `at most ${MAX_ACTIVE_KEYS} active keys; revoke one first`);
+      const key = API_KEY_PREFIX + base32(randomBytes(17), 26);
+      const id = randomId('key');
+      this.db
+        .prepare(`INSERT INTO api_keys (key_id, user_id, key_hash, prefix, label, created_at) VALUES (?, ?, ?, ?, ?, ?)`)
+        .run(id, userId, sha256(key), key.slice(0, DISPLAY_PREFIX_LEN), label, iso(nowMs));
+      return { key, info: this.keyInfo(id)! };
+    }).immediate();
+  }
+
+  private keyInfo(keyId: string): ApiKeyInfo | null {
+    const r = this.db.prepare(`SELECT key_id, label, prefix, created_at, last_used_ms, revoked_at FROM api_keys WHERE key_id = ?`).get(keyId) as
+      | { key_id: string; label: string; prefix: string; created_at: string; last_used_ms: number | null; revoked_at: string | null }
+      | undefined;
+    return r ? { id: r.key_id, label: r.label, prefix: r.prefix, created_at: r.created_at, last_used_at: r.last_used_ms === null ? null : iso(r.last_used_ms), revoked_at: r.revoked_at } : null;
+  }
+
+  listApiKeys(userId: string): ApiKeyInfo[] {
+    const ids = this.db.prepare(`SELECT key_id FROM api_keys WHERE user_id = ? ORDER BY created_at DESC, key_id`).all(userId) as { key_id: string }[];
+    return ids.map((r) => this.keyInfo(r.key_id)!);
+  }
+
+  /** Revoke one of the user's keys; false when it is not theirs or already revoked. */
+  revokeApiKey(userId: string, keyId: string, nowMs: number): boolean {
+    return this.db.prepare(`UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND user_id = ? AND revoked_at IS NULL`).run(iso(nowMs), keyId, userId).changes === 1;
+  }
+
+  /** The live key's owner and plan, or null (revoked, unknown, or the owner deleted their account). */
+  authenticateKey(key: string, nowMs: number): { key_id: string; user_id: string; plan: PlanIdT } | null {
+    if (!API_KEY_RE.test(key)) return null;
+    const r = this.db
+      .prepare(
+        `SELECT k.key_id, k.user_id, k.last_used_ms, u.plan FROM api_keys k JOIN users u USING (user_id)
+         WHERE k.key_hash = ? AND k.revoked_at IS NULL AND u.deleted_at IS NULL`,
+      )
+      .get(sha256(key)) as { key_id: string; user_id: string; last_used_ms: number | null; plan: PlanIdT } | undefined;
+    if (!r) return null;
+    if (r.last_used_ms === null || nowMs - r.last_used_ms >= TOUCH_EVERY_MS) this.db.prepare(`UPDATE api_keys SET last_used_ms = ? WHERE key_id = ?`).run(nowMs, r.key_id);
+    return { key_id: r.key_id, user_id: r.user_id, plan: r.plan };
+  }
+
+  // -------------------------------------------------------------------------------------------------------------
+  // Proxy claims and the public directory
+  // -------------------------------------------------------------------------------------------------------------
+
+  /** Record that the user proved control of these proxies (lowercase); a proxy already claimed keeps its claimant. */
+  claimProxies(userId: string, proxies: readonly string[], method: string, nowMs: number): number {
+    const ins = this.db.prepare(`INSERT OR IGNORE INTO proxy_claims (proxy, user_id, method, claimed_at) VALUES (?, ?, ?, ?)`);
+    return this.db.transaction(() => proxies.reduce((n, p) => n + ins.run(p.toLowerCase(), userId, method, iso(nowMs)).changes, 0))();
+  }
+
+  referrer(code: string): { display_name: string | null; x_username: string | null } | null {
+    const r = this.db.prepare(`SELECT display_name, x_username FROM users WHERE invite_code = ? AND deleted_at IS NULL`).get(code) as
+      | { display_name: string | null; x_username: string | null }
+      | undefined;
+    return r ?? null;
+  }
+
+  claimsFor(addresses: readonly string[]): Map<string, ProxyClaim> {
+    const out = new Map<string, ProxyClaim>();
+    if (!addresses.length) return out;
+    const stmt = this.db.prepare(
+      `SELECT c.proxy, u.eoa, u.x_username, u.display_name, u.founding FROM proxy_claims c JOIN users u USING (user_id)
+       WHERE c.proxy = ? AND u.deleted_at IS NULL`,
+    );
+    for (const a of new Set(addresses.map((x) => x.toLowerCase()))) {
+      const r = stmt.get(a) as { proxy: string; eoa: string | null; x_username: string | null; display_name: string | null; founding: number } | undefined;
+      if (r) out.set(r.proxy, { claimed: true, founding: r.founding === 1, eoa: r.eoa, x_username: r.x_username, display_name: r.display_name });
+    }
+    return out;
+  }
+
+  founding(): FoundingStatus {
+    const n = (this.db.prepare(`SELECT count(*) AS n FROM users WHERE founding = 1`).get() as { n: number }).n;
+    return { spots_total: FOUNDING_SPOTS, spots_claimed: n, spots_remaining: Math.max(0, FOUNDING_SPOTS - n), open: n < FOUNDING_SPOTS };
+  }
+}

@@ -1,0 +1,55 @@
+/** Test helper: the whole REST app on a loopback port, with real SQLite account and rate stores in a temp dir. */
+import { mkdtemp, rm } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { PlanId } from '../../core/plans.ts';
+import type { QueryRunner } from '../../core/query.ts';
+import { AccountStore } from '../../data/account-store.ts';
+import { SqliteRateStore, type RateStore } from '../../data/rate-limit.ts';
+import { createApp, type AppDeps } from '../../web-api/app.ts';
+
+export interface TestApp {
+  base: string;
+  origin: string;
+  accounts: AccountStore;
+  rates: RateStore;
+  dir: string;
+  /** a fresh user on this plan and a live API key of theirs */
+  keyFor(plan: PlanId): { key: string; userId: string };
+  close(): Promise<void>;
+}
+
+let users = 0;
+
+export async function startApp(db: QueryRunner, opts: Partial<Omit<AppDeps, 'db' | 'accounts' | 'rates' | 'auth'>> & { rates?: RateStore } = {}): Promise<TestApp> {
+  const dir = await mkdtemp(join(tmpdir(), 'app-test-'));
+  const accounts = new AccountStore(join(dir, 'service.sqlite'));
+  const rates = opts.rates ?? new SqliteRateStore(join(dir, 'service.sqlite'));
+  // the origin is only known after listen; the app reads the config object lazily, so fill it in then
+  const auth = { origin: '' };
+  const app = createApp({ ...opts, db, accounts, rates, auth });
+  const server: Server = app.listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  auth.origin = base;
+  return {
+    base,
+    origin: base,
+    accounts,
+    rates,
+    dir,
+    keyFor(plan) {
+      const u = accounts.userForEmail(`user${++users}-${plan}@example.com`, Date.now());
+      if (plan !== 'free') accounts.setPlan(u.user_id, plan, Date.now(), 'test');
+      return { key: accounts.mintApiKey(u.user_id, 'test', Date.now()).key, userId: u.user_id };
+    },
+    async close() {
+      await new Promise((r) => server.close(r));
+      accounts.close();
+      await rates.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,337 @@
+/**
+ * Sign-in, sessions, the account record and API keys (docs/api.md "Accounts").
+ *
+ * - Wallet sign-in (EIP-4361): a single-use nonce that lives 5 minutes; verify checks every field viem's validator
+ *   leaves out (URI origin, chain id, issued-at freshness), the signature offline for EOAs and over RPC for smart
+ *   wallets (EIP-1271 / EIP-6492) when SIWE_RPC_URL is set, and only then consumes the nonce, atomically.
+ * - Magic link: a random token mailed to the address, stored hashed, single use, 15 minutes; the callback sets the
+ *   session cookie and redirects to the validated `next` path.
+ * - Session cookie __Secure-service_sid: HttpOnly, Secure, SameSite=Lax; the store keeps only its hash; it ends 7
+ *   days after the last request or 30 days after sign-in, whichever is first.
+ * - API keys: pk_live_ + 26 base32 characters, shown once, stored hashed; `Authorization: Bearer <key>`.
+ */
+import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
+import { createPublicClient, getAddress, http, verifyMessage, type Hex } from 'viem';
+import { generateSiweNonce, parseSiweMessage } from 'viem/siwe';
+import { z } from 'zod';
+import { PLANS } from '../core/plans.ts';
+import type { QueryRunner } from '../core/query.ts';
+import { AccountError, type AccountStore, MAGIC_TOKEN_TTL_MS, NONCE_TTL_MS, SESSION_ABSOLUTE_MS } from '../data/account-store.ts';
+import { ApiError } from './errors.ts';
+import { magicLinkMail, type Mailer } from './mail.ts';
+import { principalFor, principalOf, requireAuth } from './principal.ts';
+import type { RateLimiter } from './rate-limits.ts';
+
+export const SESSION_COOKIE = '__Secure-service_sid';
+/** an issued-at further in the future than this is rejected (clock skew allowance) */
+export const SIWE_MAX_SKEW_MS = 60_000;
+
+export interface AuthConfig {
+  /** the service's public origin (scheme://host[:port]): SIWE URIs must be on it, magic links point at it, and
+   *  cookie-authenticated writes from a browser must come from it */
+  origin: string;
+  /** the SIWE domain (host[:port]); default: the origin's host */
+  siweDomain?: string;
+  /** chain ids a SIWE message may name; default [137] (Polygon, where the venue settles) */
+  chainIds?: readonly number[];
+  /** JSON-RPC endpoint for smart-wallet signatures (EIP-1271 / EIP-6492); without it only EOA signatures verify */
+  rpcUrl?: string;
+}
+
+export interface AuthDeps {
+  store: AccountStore;
+  db: QueryRunner;
+  mailer: Mailer;
+  limiter: RateLimiter;
+  config: AuthConfig;
+  now: () => Date;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Request schemas (the spec's limits)
+// ---------------------------------------------------------------------------------------------------------------
+
+const NoBody = z.union([z.undefined(), z.strictObject({})]);
+export const SiweVerifyBody = z.strictObject({
+  message: z.string().min(1).max(4096),
+  // 65-byte EOA signatures; EIP-1271 / 6492 signatures are longer, so the cap is generous but bounded
+  signature: z.string().regex(/^0x([0-9a-fA-F]{2})+$/, 'signature must be 0x-prefixed hex').max(32_768),
+  custodian_session: z.string().min(1).max(4096).optional(),
+});
+const CONTROL = /[\u0000-\u001f\u007f]/;
+/** a same-site path: one leading slash, never // or /\ (protocol-relative tricks), no control characters */
+export const NextPath = z
+  .string()
+  .max(512)
+  .refine((s) => s.startsWith('/') && !s.startsWith('//') && !s.startsWith('/\\'), 'next must start with a single / (not // or /\\)')
+  .refine((s) => !CONTROL.test(s), 'next must not contain control characters')
+  .refine((s) => !s.includes('\\'), 'next must not contain a backslash');
+export const MagicStartBody = z.strictObject({ email: z.email().max(254), next: NextPath.optional() });
+export const MagicCallbackQuery = z.strictObject({ token: z.string().min(1).max(256) });
+const Printable = (max: number) => z.string().max(max).refine((s) => !CONTROL.test(s), 'control characters are not allowed');
+export const PatchMeBody = z.strictObject({
+  display_name: Printable(80).nullable().optional(),
+  email: z.email().max(254).nullable().optional(),
+  x_username: Printable(40).nullable().optional(),
+});
+export const DeleteMeBody = z.strictObject({ confirm: z.literal(true, { error: 'confirm must be true' }) });
+export const MintKeyBody = z.strictObject({ label: Printable(64).min(1) });
+const KeyIdParam = z.string().regex(/^key_[a-z2-7]{16}$/, 'not a key id');
+
+// ---------------------------------------------------------------------------------------------------------------
+// Cookies and authentication
+// ---------------------------------------------------------------------------------------------------------------
+
+function readCookie(req: Request, name: string): string | undefined {
+  const header = req.headers.cookie;
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const i = part.indexOf('=');
+    if (i > 0 && part.slice(0, i).trim() === name) return part.slice(i + 1).trim();
+  }
+  return undefined;
+}
+
+function setSessionCookie(res: Response, token: string): void {
+  res.cookie(SESSION_COOKIE, token, { httpOnly: true, secure: true, sameSite: 'lax', path: '/', maxAge: SESSION_ABSOLUTE_MS });
+}
+function clearSessionCookie(res: Response): void {
+  res.clearCookie(SESSION_COOKIE, { httpOnly: true, secure: true, sameSite: 'lax', path: '/' });
+}
+
+const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * Identify the caller: a Bearer key (a malformed or dead key is a 401, never a silent downgrade to anonymous) or
+ * the session cookie (a dead cookie is cleared and the caller is anonymous). Cookie-authenticated writes from a
+ * browser on another origin are refused (SameSite=Lax already keeps the cookie off cross-site POSTs; this is the
+ * second lock).
+ */
+export function authenticate(deps: AuthDeps): RequestHandler {
+  return (req, res, next) => {
+    const nowMs = deps.now().getTime();
+    const authz = req.get('authorization');
+    if (authz !== undefined) {
+      const m = /^Bearer +(\S+) *$/i.exec(authz);
+      if (!m) throw new ApiError(401, 'invalid_authorization', 'Authorization must be "Bearer <API key>"');
+      const k = deps.store.authenticateKey(m[1]!, nowMs);
+      if (!k) throw new ApiError(401, 'invalid_api_key', 'the API key is unknown or revoked');
+      res.locals.principal = principalFor('api_key', k.user_id, k.plan, { keyId: k.key_id });
+      return next();
+    }
+    const token = readCookie(req, SESSION_COOKIE);
+    if (token) {
+      const s = token.length <= 128 ? deps.store.session(token, nowMs) : null;
+      if (!s) clearSessionCookie(res);
+      else {
+        const origin = req.get('origin');
+        if (UNSAFE.has(req.method) && origin !== undefined && origin !== deps.config.origin)
+          throw new ApiError(403, 'csrf_rejected', 'cross-origin write refused', `requests carrying the session cookie must come from ${deps.config.origin}`);
+        res.locals.principal = principalFor('session', s.user_id, s.plan, { sessionId: s.session_id });
+      }
+    }
+    next();
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// SIWE
+// ---------------------------------------------------------------------------------------------------------------
+
+const reject = (code: string, message: string, reason?: string) => new ApiError(401, code, message, reason);
+
+/** Check a parsed EIP-4361 message against the service's expectations; returns the signer address. */
+export function checkSiweFields(msg: ReturnType<typeof parseSiweMessage>, cfg: AuthConfig, nowMs: number): `0x${string}` {
+  const domain = cfg.siweDomain ?? new URL(cfg.origin).host;
+  const chains = cfg.chainIds ?? [137];
+  if (!msg.address || !msg.domain || !msg.uri || !msg.version || msg.chainId === undefined || !msg.nonce || !msg.issuedAt)
+    throw new ApiError(400, 'invalid_siwe_message', 'the message is not an EIP-4361 message', 'domain, address, URI, version, chain id, nonce and issued-at are required');
+  if (msg.version !== '1') throw reject('siwe_rejected', 'unsupported SIWE version', `version must be 1`);
+  if (msg.domain !== domain) throw reject('siwe_rejected', 'the message is for another domain', `domain must be ${domain}`);
+  let uriOrigin: string;
+  try {
+    uriOrigin = new URL(msg.uri).origin;
+  } catch {
+    throw reject('siwe_rejected', 'the message URI is not a URL');
+  }
+  if (uriOrigin !== cfg.origin) throw reject('siwe_rejected', 'the message URI is for another origin', `URI must be on ${cfg.origin}`);
+  if (!chains.includes(msg.chainId)) throw reject('siwe_rejected', 'unsupported chain id', `chain id must be one of ${chains.join(', ')}`);
+  const issued = msg.issuedAt.getTime();
+  if (!Number.isFinite(issued)) throw new ApiError(400, 'invalid_siwe_message', 'issued-at is not a date');
+  if (issued > nowMs + SIWE_MAX_SKEW_MS) throw reject('siwe_rejected', 'the message is issued in the future');
+  if (nowMs - issued > NONCE_TTL_MS) throw reject('siwe_rejected', 'the message is stale', `issued-at must be within ${NONCE_TTL_MS / 60_000} minutes`);
+  if (msg.expirationTime && msg.expirationTime.getTime() <= nowMs) throw reject('siwe_rejected', 'the message has expired');
+  if (msg.notBefore && msg.notBefore.getTime() > nowMs) throw reject('siwe_rejected', 'the message is not valid yet');
+  return getAddress(msg.address);
+}
+
+async function verifySignature(address: `0x${string}`, message: string, signature: Hex, cfg: AuthConfig): Promise<boolean> {
+  try {
+    if (await verifyMessage({ address, message, signature })) return true;
+  } catch {
+    // not an ECDSA signature (e.g. a smart-wallet one): fall through to the RPC check
+  }
+  if (!cfg.rpcUrl) return false;
+  const client = createPublicClient({ transport: http(cfg.rpcUrl, { timeout: 10_000, retryCount: 1 }) });
+  try {
+    return await client.verifyMessage({ address, message, signature });
+  } catch {
+    return false;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Routes
+// ---------------------------------------------------------------------------------------------------------------
+
+function parseBody<T extends z.ZodType>(schema: T, req: Request): z.infer<T> {
+  return schema.parse(req.body) as z.infer<T>;
+}
+
+function shortRecord(u: { user_id: string; eoa: string | null; email: string | null; display_name: string | null; x_username: string | null; created_at: string }) {
+  return { user_id: u.user_id, eoa: u.eoa, email: u.email, display_name: u.display_name, x_username: u.x_username, created_at: u.created_at };
+}
+
+export function authRouter(deps: AuthDeps): Router {
+  const r = express.Router();
+  const nowMs = () => deps.now().getTime();
+
+  r.post('/siwe/nonce', deps.limiter.perIp('nonceIp'), (req, res) => {
+    NoBody.parse(req.body);
+    const nonce = generateSiweNonce();
+    const expires = deps.store.issueNonce(nonce, nowMs());
+    res.setHeader('Cache-Control', 'no-store');
+    res.json({ nonce, expires_at: expires.toISOString() });
+  });
+
+  r.post('/siwe/verify', deps.limiter.perIp('verifyIp'), async (req, res) => {
+    const body = parseBody(SiweVerifyBody, req);
+    let msg: ReturnType<typeof parseSiweMessage>;
+    try {
+      msg = parseSiweMessage(body.message);
+    } catch {
+      throw new ApiError(400, 'invalid_siwe_message', 'the message is not an EIP-4361 message');
+    }
+    const address = checkSiweFields(msg, deps.config, nowMs());
+    if (!(await verifySignature(address, body.message, body.signature as Hex, deps.config)))
+      throw reject('invalid_signature', 'the signature does not match the message and address', deps.config.rpcUrl ? undefined : 'smart-wallet (EIP-1271/6492) signatures verify only when the service has an RPC endpoint');
+    // consumed last, atomically: of two requests racing with one nonce exactly one passes this line
+    if (!deps.store.consumeNonce(msg.nonce!, nowMs())) throw reject('invalid_nonce', 'the nonce is unknown, expired or already used', 'request a new nonce');
+    const user = deps.store.userForEoa(address, nowMs());
+    // the signer proved control of its address; if that address trades on the venue, it is a claimed proxy
+    const venue = await deps.db.all<{ address: string }>(`SELECT address FROM wallets WHERE address = $1`, [address.toLowerCase()]);
+    if (venue.length) deps.store.claimProxies(user.user_id, venue.map((v) => v.address), 'siwe', nowMs());
+    const s = deps.store.createSession(user.user_id, 'siwe', nowMs(), body.custodian_session);
+    setSessionCookie(res, s.token);
+    res.setHeader('Cache-Control', 'no-store');
+    res.json({ ok: true, user_id: user.user_id, eoa: address, expires_at: s.expires_at.toISOString() });
+  });
+
+  r.post('/magic/start', deps.limiter.perIp('magicIp'), async (req, res) => {
+    const body = parseBody(MagicStartBody, req);
+    const email = body.email.toLowerCase();
+    await deps.limiter.take(deps.limiter.rule('magicEmail'), email, res);
+    if (!deps.mailer.available) throw new ApiError(503, 'mail_unavailable', 'sign-in by email is not configured on this server', 'set SMTP_URL');
+    const token = deps.store.issueMagicToken(email, body.next ?? null, nowMs());
+    const link = `${deps.config.origin}/v1/auth/magic/callback?token=${encodeURIComponent(token)}`;
+    await deps.mailer.send(magicLinkMail(email, link, MAGIC_TOKEN_TTL_MS / 60_000));
+    res.setHeader('Cache-Control', 'no-store');
+    res.json(deps.mailer.devLinks ? { ok: true, dev_link: link } : { ok: true });
+  });
+
+  r.get('/magic/callback', (req, res) => {
+    const q = MagicCallbackQuery.parse(req.query);
+    const t = deps.store.consumeMagicToken(q.token, nowMs());
+    if (!t) throw new ApiError(400, 'invalid_token', 'the sign-in link is invalid, expired or already used', 'ask for a new link');
+    const user = deps.store.userForEmail(t.email, nowMs());
+    const s = deps.store.createSession(user.user_id, 'magic', nowMs());
+    setSessionCookie(res, s.token);
+    res.setHeader('Cache-Control', 'no-store');
+    res.redirect(302, t.next ?? '/');
+  });
+
+  r.post('/logout', (req, res) => {
+    NoBody.parse(req.body);
+    const p = principalOf(res);
+    if (p.kind !== 'session' || !p.sessionId) throw new ApiError(401, 'auth_required', 'no session to end', 'logout ends the session of the cookie it is sent with');
+    deps.store.revokeSession(p.sessionId, nowMs());
+    clearSessionCookie(res);
+    res.json({ ok: true });
+  });
+
+  r.post('/logout-all', (req, res) => {
+    NoBody.parse(req.body);
+    const p = requireAuth(res);
+    const revoked = deps.store.revokeAllSessions(p.userId, nowMs());
+    if (p.kind === 'session') clearSessionCookie(res);
+    res.json({ ok: true, revoked });
+  });
+
+  r.get('/me', (_req, res) => {
+    const p = principalOf(res);
+    res.setHeader('Cache-Control', 'no-store');
+    res.json({ user: p.userId ? deps.store.record(p.userId) : null });
+  });
+
+  r.patch('/me', (req, res) => {
+    const p = requireAuth(res);
+    const body = parseBody(PatchMeBody, req);
+    try {
+      res.json({ user: shortRecord(deps.store.updateProfile(p.userId, body)) });
+    } catch (e) {
+      if (e instanceof AccountError && e.code === 'email_taken') throw new ApiError(409, 'email_taken', e.message);
+      throw e;
+    }
+  });
+
+  r.delete('/me', (req, res) => {
+    const p = requireAuth(res);
+    parseBody(DeleteMeBody, req);
+    deps.store.anonymize(p.userId, nowMs());
+    clearSessionCookie(res);
+    res.json({ deleted: true });
+  });
+
+  return r;
+}
+
+/** The account area: API keys and the plan. Minting needs a session (a key cannot mint keys). */
+export function accountRouter(deps: AuthDeps): Router {
+  const r = express.Router();
+  const nowMs = () => deps.now().getTime();
+
+  r.get('/api-keys', (_req, res) => {
+    const p = requireAuth(res);
+    res.json({ rows: deps.store.listApiKeys(p.userId) });
+  });
+
+  r.post('/api-keys', async (req, res) => {
+    const p = requireAuth(res);
+    if (p.kind !== 'session') throw new ApiError(403, 'session_required', 'API keys are minted from a signed-in session', 'an API key cannot mint other keys');
+    const body = parseBody(MintKeyBody, req);
+    await deps.limiter.take(deps.limiter.rule('keyMint'), p.userId, res);
+    try {
+      const { key, info } = deps.store.mintApiKey(p.userId, body.label, nowMs());
+      res.setHeader('Cache-Control', 'no-store');
+      res.status(201).json({ ...info, key });
+    } catch (e) {
+      if (e instanceof AccountError && e.code === 'key_limit') throw new ApiError(409, 'key_limit', e.message);
+      throw e;
+    }
+  });
+
+  r.delete('/api-keys/:id', (req, res) => {
+    const p = requireAuth(res);
+    const id = KeyIdParam.parse(req.params.id);
+    if (!deps.store.revokeApiKey(p.userId, id, nowMs())) throw new ApiError(404, 'not_found', 'no active key with this id on your account');
+    res.json({ ok: true, id, revoked: true });
+  });
+
+  r.get('/account/plan', (_req, res) => {
+    const p = requireAuth(res);
+    const plan = PLANS[p.plan];
+    res.json({ plan: { ...plan, features: [...plan.features] } });
+  });
+
+  return r;
+}
