@@ -9,6 +9,7 @@ import type { QueryRunner } from '../../core/query.ts';
 import { AccountStore } from '../../data/account-store.ts';
 import { SqliteRateStore, type RateStore } from '../../data/rate-limit.ts';
 import { createApp, type AppDeps } from '../../web-api/app.ts';
+import type { AuthConfig } from '../../web-api/auth.ts';
 
 export interface TestApp {
   base: string;
@@ -23,12 +24,12 @@ export interface TestApp {
 
 let users = 0;
 
-export async function startApp(db: QueryRunner, opts: Partial<Omit<AppDeps, 'db' | 'accounts' | 'rates' | 'auth'>> & { rates?: RateStore } = {}): Promise<TestApp> {
+export async function startApp(db: QueryRunner, opts: Partial<Omit<AppDeps, 'db' | 'accounts' | 'rates' | 'auth'>> & { rates?: RateStore; auth?: Omit<AuthConfig, 'origin'> } = {}): Promise<TestApp> {
   const dir = await mkdtemp(join(tmpdir(), 'app-test-'));
   const accounts = new AccountStore(join(dir, 'service.sqlite'));
   const rates = opts.rates ?? new SqliteRateStore(join(dir, 'service.sqlite'));
   // the origin is only known after listen; the app reads the config object lazily, so fill it in then
-  const auth = { origin: '' };
+  const auth: AuthConfig = { ...opts.auth, origin: '' };
   const app = createApp({ ...opts, db, accounts, rates, auth });
   const server: Server = app.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
