@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { METRIC_IDS, PRESETS, RankingConfig, RankingResponse, ROW_CAP } from '../core/rankings.ts';
+import { DeleteMeBody, MagicStartBody, MintKeyBody, PatchMeBody, SiweVerifyBody } from './auth.ts';
 
 const schema = (s: z.ZodType, io: 'input' | 'output' = 'output') => {
   const { $schema: _drop, ...rest } = z.toJSONSchema(s, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Record<string, unknown>;
@@ -17,6 +18,70 @@ export const ErrorObject = z
 const errors = (...codes: number[]) =>
   Object.fromEntries(codes.map((c) => [String(c), { description: 'error object', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } }]));
 
+const json = (description: string, s: z.ZodType | Record<string, unknown>) => ({
+  description,
+  content: { 'application/json': { schema: s instanceof z.ZodType ? schema(s) : s } },
+});
+const body = (s: z.ZodType) => ({ required: true, content: { 'application/json': { schema: schema(s, 'input') } } });
+const nullable = (t: string) => ({ type: [t, 'null'] });
+const UserRecordSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['user_id', 'eoa', 'email', 'display_name', 'x_username', 'created_at', 'claimed_proxy_count', 'primary_claimed_proxy', 'is_founding'],
+  properties: {
+    user_id: { type: 'string' },
+    eoa: nullable('string'),
+    email: nullable('string'),
+    display_name: nullable('string'),
+    x_username: nullable('string'),
+    created_at: { type: 'string', format: 'date-time' },
+    claimed_proxy_count: { type: 'integer' },
+    primary_claimed_proxy: nullable('string'),
+    is_founding: { type: 'boolean' },
+  },
+};
+const PatchedUserSchema = {
+  ...UserRecordSchema,
+  required: UserRecordSchema.required.slice(0, 6),
+  properties: Object.fromEntries(Object.entries(UserRecordSchema.properties).slice(0, 6)),
+};
+const ApiKeySchema = {
+  type: 'object',
+  required: ['id', 'label', 'prefix', 'created_at', 'last_used_at', 'revoked_at'],
+  properties: { id: { type: 'string' }, label: { type: 'string' }, prefix: { type: 'string' }, created_at: { type: 'string' }, last_used_at: nullable('string'), revoked_at: nullable('string') },
+};
+const ok = { type: 'object', required: ['ok'], properties: { ok: { const: true } } };
+
+/** Sign-in, the user record, API keys and the plan (web-api/auth.ts). */
+function accountPaths(): Record<string, unknown> {
+  return {
+    '/v1/auth/siwe/nonce': { post: { summary: 'A single-use SIWE nonce (5 minutes)', security: [], responses: { '200': json('nonce', { type: 'object', required: ['nonce', 'expires_at'], properties: { nonce: { type: 'string' }, expires_at: { type: 'string' } } }), ...errors(429, 500) } } },
+    '/v1/auth/siwe/verify': {
+      post: {
+        summary: 'Verify a signed EIP-4361 message; sets the session cookie',
+        security: [],
+        requestBody: body(SiweVerifyBody),
+        responses: { '200': json('verified', { type: 'object', required: ['ok', 'user_id', 'eoa', 'expires_at'], properties: { ok: { const: true }, user_id: { type: 'string' }, eoa: { type: 'string' }, expires_at: { type: 'string' } } }), ...errors(400, 401, 429, 500) },
+      },
+    },
+    '/v1/auth/magic/start': { post: { summary: 'Mail a sign-in link', security: [], requestBody: body(MagicStartBody), responses: { '200': json('sent', { type: 'object', required: ['ok'], properties: { ok: { const: true }, dev_link: { type: 'string' } } }), ...errors(400, 429, 500, 503) } } },
+    '/v1/auth/magic/callback': { get: { summary: 'Consume a sign-in link; sets the cookie and redirects', security: [], parameters: [q('token', 'the token from the link', { type: 'string' }, true)], responses: { '302': { description: 'to next, default /' }, ...errors(400, 500) } } },
+    '/v1/auth/logout': { post: { summary: 'End the current session', responses: { '200': json('ok', ok), ...errors(401, 403, 500) } } },
+    '/v1/auth/logout-all': { post: { summary: 'Revoke every session of the user', responses: { '200': json('ok', { type: 'object', required: ['ok', 'revoked'], properties: { ok: { const: true }, revoked: { type: 'integer' } } }), ...errors(401, 403, 500) } } },
+    '/v1/auth/me': {
+      get: { summary: 'The signed-in user, or null', security: [], responses: { '200': json('user', { type: 'object', required: ['user'], properties: { user: { oneOf: [{ $ref: '#/components/schemas/UserRecord' }, { type: 'null' }] } } }) } },
+      patch: { summary: 'Change display name, email or X username', requestBody: body(PatchMeBody), responses: { '200': json('user', { type: 'object', required: ['user'], properties: { user: { $ref: '#/components/schemas/PatchedUser' } } }), ...errors(400, 401, 403, 409, 500) } },
+      delete: { summary: 'Anonymize the account irreversibly', requestBody: body(DeleteMeBody), responses: { '200': json('deleted', { type: 'object', required: ['deleted'], properties: { deleted: { const: true } } }), ...errors(400, 401, 403, 500) } },
+    },
+    '/v1/api-keys': {
+      get: { summary: 'Your API keys (prefix and label, never the key)', responses: { '200': json('keys', { type: 'object', required: ['rows'], properties: { rows: { type: 'array', items: { $ref: '#/components/schemas/ApiKey' } } } }), ...errors(401, 429, 500) } },
+      post: { summary: 'Mint a key (session only; the key is shown once)', requestBody: body(MintKeyBody), responses: { '201': json('minted', { allOf: [{ $ref: '#/components/schemas/ApiKey' }, { type: 'object', required: ['key'], properties: { key: { type: 'string', pattern: '^pk_live_[a-z2-7]{26}$' } } }] }), ...errors(400, 401, 403, 409, 429, 500) } },
+    },
+    '/v1/api-keys/{id}': { delete: { summary: 'Revoke a key', parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }], responses: { '200': json('revoked', { type: 'object', properties: { ok: { const: true }, id: { type: 'string' }, revoked: { const: true } } }), ...errors(400, 401, 404, 500) } } },
+    '/v1/account/plan': { get: { summary: 'Your plan: features and limits', responses: { '200': json('plan', { type: 'object', required: ['plan'] }), ...errors(401, 429, 500) } } },
+  };
+}
+
 const q = (name: string, description: string, schemaObj: Record<string, unknown> = { type: 'string' }, required = false) => ({ name, in: 'query', required, description, schema: schemaObj });
 
 export function openApiDocument(serverUrl?: string): Record<string, unknown> {
@@ -25,7 +90,9 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
     openapi: '3.1.0',
     info: { title: 'Skill analytics for prediction-market traders', version: '1.0.0' },
     ...(serverUrl ? { servers: [{ url: serverUrl }] } : {}),
+    security: [{ bearer: [] }, { session: [] }],
     paths: {
+      ...accountPaths(),
       '/v1/rankings/presets': { get: { summary: 'The ten launch presets', responses: { '200': { description: 'presets and metric ids' } } } },
       '/v1/rankings/preset/{slug}': {
         get: {
@@ -72,7 +139,18 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
       },
     },
     components: {
-      schemas: { Error: schema(ErrorObject), RankingResponse: schema(RankingResponse), RankingConfig: schema(RankingConfig, 'input') },
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'an API key: pk_live_ + 26 base32 characters' },
+        session: { type: 'apiKey', in: 'cookie', name: '__Secure-service_sid' },
+      },
+      schemas: {
+        Error: schema(ErrorObject),
+        RankingResponse: schema(RankingResponse),
+        RankingConfig: schema(RankingConfig, 'input'),
+        UserRecord: UserRecordSchema,
+        PatchedUser: PatchedUserSchema,
+        ApiKey: ApiKeySchema,
+      },
     },
   };
 }
