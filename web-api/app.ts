@@ -21,6 +21,7 @@ import {
 import { TtlCache, cacheKey } from '../core/ttl-cache.ts';
 import type { AccountStore } from '../data/account-store.ts';
 import type { RateStore } from '../data/rate-limit.ts';
+import type { ResolutionFeed } from '../data/resolution-feed.ts';
 import type { SnapshotStore } from '../data/snapshot-store.ts';
 import { accountRouter, authenticate, authRouter, type AuthConfig, type AuthDeps } from './auth.ts';
 import { ApiError, assignTraceId, errorHandler, notFound } from './errors.ts';
@@ -28,6 +29,8 @@ import { devMailer, type Mailer } from './mail.ts';
 import { openApiDocument } from './openapi.ts';
 import { requireAuth, requireFeature } from './principal.ts';
 import { RateLimiter, type RuleOverrides } from './rate-limits.ts';
+import { resolutionsRouter } from './resolutions.ts';
+import { traderRouter } from './traders.ts';
 
 export interface AppDeps {
   db: QueryRunner;
@@ -36,6 +39,8 @@ export interface AppDeps {
   auth: AuthConfig;
   mailer?: Mailer;
   snapshots?: SnapshotStore;
+  /** the resolutions pull feed's log; without it GET /v1/resolutions is not served */
+  resolutionFeed?: ResolutionFeed;
   now?: () => Date;
   /** preset ranking cache TTL (the spec's 60 s) */
   presetCacheMs?: number;
@@ -146,6 +151,8 @@ export function createApp(deps: AppDeps): Express {
     return traffic(req, res, next);
   });
   app.use('/v1', accountRouter(authDeps));
+  app.use('/v1/trader', traderRouter({ db: deps.db, now }));
+  if (deps.resolutionFeed) app.use('/v1/resolutions', resolutionsRouter({ db: deps.db, feed: deps.resolutionFeed, now }));
 
   app.get('/v1/rankings/presets', (_req, res) => {
     res.json({ presets: presetList(), metrics: METRIC_IDS });

@@ -4,6 +4,8 @@
  */
 import { z } from 'zod';
 import { METRIC_IDS, PRESETS, RankingConfig, RankingResponse, ROW_CAP } from '../core/rankings.ts';
+import { resolutionsOpenApiPaths, resolutionsOpenApiSchemas } from './resolutions.ts';
+import { traderOpenApiPaths, traderOpenApiSchemas } from './traders.ts';
 import { DeleteMeBody, MagicStartBody, MintKeyBody, PatchMeBody, SiweVerifyBody } from './auth.ts';
 
 const schema = (s: z.ZodType, io: 'input' | 'output' = 'output') => {
@@ -93,6 +95,8 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
     security: [{ bearer: [] }, { session: [] }],
     paths: {
       ...accountPaths(),
+      ...traderOpenApiPaths(),
+      ...resolutionsOpenApiPaths(),
       '/v1/rankings/presets': { get: { summary: 'The ten launch presets', responses: { '200': { description: 'presets and metric ids' } } } },
       '/v1/rankings/preset/{slug}': {
         get: {
@@ -150,6 +154,8 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
         UserRecord: UserRecordSchema,
         PatchedUser: PatchedUserSchema,
         ApiKey: ApiKeySchema,
+        ...traderOpenApiSchemas(),
+        ...resolutionsOpenApiSchemas(),
       },
     },
   };

@@ -8,6 +8,7 @@ import type { PlanId } from '../../core/plans.ts';
 import type { QueryRunner } from '../../core/query.ts';
 import { AccountStore } from '../../data/account-store.ts';
 import { SqliteRateStore, type RateStore } from '../../data/rate-limit.ts';
+import { ResolutionFeed } from '../../data/resolution-feed.ts';
 import { createApp, type AppDeps } from '../../web-api/app.ts';
 import type { AuthConfig } from '../../web-api/auth.ts';
 
@@ -30,7 +31,8 @@ export async function startApp(db: QueryRunner, opts: Partial<Omit<AppDeps, 'db'
   const rates = opts.rates ?? new SqliteRateStore(join(dir, 'service.sqlite'));
   // the origin is only known after listen; the app reads the config object lazily, so fill it in then
   const auth: AuthConfig = { ...opts.auth, origin: '' };
-  const app = createApp({ ...opts, db, accounts, rates, auth });
+  const resolutionFeed = new ResolutionFeed(join(dir, 'service.sqlite'));
+  const app = createApp({ resolutionFeed, ...opts, db, accounts, rates, auth });
   const server: Server = app.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -49,6 +51,7 @@ export async function startApp(db: QueryRunner, opts: Partial<Omit<AppDeps, 'db'
     async close() {
       await new Promise((r) => server.close(r));
       accounts.close();
+      resolutionFeed.close();
       await rates.close();
       await rm(dir, { recursive: true, force: true });
     },

@@ -120,6 +120,24 @@ describe('ranking routes', () => {
     await expectError(await get(`/v1/nothing-here`), 404, 'not_found');
   });
 
+  it('serves trader routes and the resolutions feed under real keys, with metrics_full gated by plan', async () => {
+    const [w] = await v.rows<{ address: string }>(`SELECT w.address FROM a_wallet_metrics m JOIN wallets w USING (wallet_id) ORDER BY m.trade_count DESC LIMIT 1`);
+    const proxy = w!.address.toUpperCase().replace('0X', '0x');
+    for (const route of ['calibration', 'positions']) {
+      expect((await get(`/v1/trader/${proxy}/${route}`)).status, route).toBe(200);
+      await expectError(await get(`/v1/trader/${proxy}/${route}`, null), 401, 'auth_required');
+    }
+    for (const route of ['activity', 'copy-fitness']) {
+      await expectError(await get(`/v1/trader/${proxy}/${route}`), 403, 'plan_required');
+      expect((await get(`/v1/trader/${proxy}/${route}`, proKey)).status, route).toBe(200);
+    }
+    const feed = await get('/v1/resolutions?limit=5');
+    expect(feed.status).toBe(200);
+    const page = (await feed.json()) as { rows: unknown[]; has_more: boolean; next_cursor: string };
+    expect(page.rows.length).toBe(5);
+    await expectError(await get('/v1/resolutions', null), 401, 'auth_required');
+  });
+
   it('never a 500 and never a non-error body for any query string', async () => {
     const keys = ['limit', 'offset', 'sort_by', 'active_within_days', 'best_category', 'extra_metrics', 'weights', 'gates', 'date', 'x'];
     await fc.assert(
