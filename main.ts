@@ -3,7 +3,8 @@
  * with a progress bar), opens it in DuckDB, and runs the live tail. Surfaces (REST, x402 gateway, MCP, jobs) mount
  * here as they land.
  */
-import { existsSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
@@ -22,6 +23,8 @@ import { duckRunner } from './data/runner.ts';
 import { AccountStore } from './data/account-store.ts';
 import { RedisRateStore, SqliteRateStore, type RateStore } from './data/rate-limit.ts';
 import { mailerFromEnv } from './web-api/mail.ts';
+import { ResolutionFeed } from './data/resolution-feed.ts';
+import { startResolutionFeedSync, startSnapshotSchedule } from './jobs/snapshot-schedule.ts';
 
 const Env = z.object({
   DATA_DIR: z.string().default('var'),
@@ -39,6 +42,8 @@ const Env = z.object({
   SIWE_RPC_URL: z.url().optional(),
   REDIS_URL: z.string().optional(),
   TRUST_PROXY: z.string().optional(),
+  /** secret keying the public namespace's opaque trader ids; default: a random key kept in <venue dir>/tid.key */
+  TID_KEY: z.string().min(16).optional(),
 });
 
 const parsed = Env.safeParse(process.env);
@@ -108,39 +113,60 @@ const top = await queryRows<{ rank: number; address: string; composite_score: nu
 console.log(`  sharp-forecasters top 3: ${top.map((r) => `#${r.rank} ${r.address} (${r.composite_score})`).join(', ')}`);
 
 if (env.LIVE_TAIL === 'on') {
-  // The HTTP API reads on its own connection (the live tail writes on the main one).
   const servicePath = join(root, 'service.sqlite');
   const snapshots = new SnapshotStore(servicePath);
   const accounts = new AccountStore(servicePath);
+  const resolutionFeed = new ResolutionFeed(servicePath);
   let rates: RateStore;
   if (env.REDIS_URL) {
     const { Redis } = await import('ioredis');
     rates = new RedisRateStore(new Redis(env.REDIS_URL, { maxRetriesPerRequest: 2 }));
   } else rates = new SqliteRateStore(servicePath);
+  // The demo venue keeps its own clock: it resumes at the last stored fill and advances with the tail. "As of now"
+  // analytics and the daily snapshots read that clock; sessions, nonces and rate windows read the wall clock.
+  let tail: LiveTail | undefined;
+  const [lastFill] = await queryRows<{ t: Date }>(conn, `SELECT max(ts) AS t FROM fills`);
+  const venueNow = () => (tail ? new Date(tail.stats().venueTime) : new Date(lastFill!.t));
   const origin = env.PUBLIC_ORIGIN ?? `http://${env.HOST}:${env.PORT}`;
+  const tidKeyPath = join(root, 'tid.key');
+  if (!env.TID_KEY && !existsSync(tidKeyPath)) writeFileSync(tidKeyPath, randomBytes(32).toString('hex'), { mode: 0o600 });
+  const tidKey = env.TID_KEY ?? readFileSync(tidKeyPath, 'utf8').trim();
+  // The HTTP API reads on its own connection (the live tail writes on the main one).
+  const apiDb = duckRunner(await instance.connect());
   const api = createApp({
-    db: duckRunner(await instance.connect()),
+    db: apiDb,
     snapshots,
     accounts,
     rates,
+    resolutionFeed,
+    venueNow,
+    tidKey,
     mailer: mailerFromEnv(process.env),
     auth: { origin: new URL(origin).origin, chainIds: env.SIWE_CHAIN_IDS.split(',').map(Number), rpcUrl: env.SIWE_RPC_URL },
     trustProxy: env.TRUST_PROXY,
   });
-  const server = api.listen(env.PORT, env.HOST, () => console.log(`API: ${origin}/v1/openapi.json  (public: ${origin}/v1/public/pulse)`));
-  const tail = await LiveTail.start(conn, venueOpts, { ratePerSecond: env.LIVE_TAIL_RATE, speed: env.LIVE_TAIL_SPEED });
+  const server = api.listen(env.PORT, env.HOST, () => console.log(`API: ${origin}/v1/openapi.json  (try ${origin}/v1/public/leaderboard)`));
+  tail = await LiveTail.start(conn, venueOpts, { ratePerSecond: env.LIVE_TAIL_RATE, speed: env.LIVE_TAIL_SPEED });
   console.log(`Live tail: ~${env.LIVE_TAIL_RATE} taker fills/s (speed x${env.LIVE_TAIL_SPEED}); Ctrl-C to stop.`);
+  const schedule = startSnapshotSchedule({ instance, store: snapshots, now: venueNow, log: (m) => console.log(`  snapshots: ${m}`) });
+  const feedSync = startResolutionFeedSync({ db: apiDb, feed: resolutionFeed, log: (m) => console.log(`  resolutions feed: ${m}`) });
+  const purge = setInterval(() => accounts.purgeExpired(Date.now()), 3600_000);
+  purge.unref();
   const timer = setInterval(() => {
-    const s = tail.stats();
+    const s = tail!.stats();
     console.log(`  tail: ${s.fills} fills (${s.fillsPerSecond.toFixed(1)}/s), ${s.resolutions} resolutions, venue time ${s.venueTime}`);
   }, 10_000);
   const stop = async () => {
     clearInterval(timer);
+    clearInterval(purge);
     server.close();
+    await schedule.stop();
+    await feedSync.stop();
+    await tail!.stop();
     snapshots.close();
     accounts.close();
+    resolutionFeed.close();
     await rates.close();
-    await tail.stop();
     conn.closeSync();
     instance.closeSync();
     process.exit(0);

@@ -29,6 +29,7 @@ import { devMailer, type Mailer } from './mail.ts';
 import { openApiDocument } from './openapi.ts';
 import { requireAuth, requireFeature } from './principal.ts';
 import { RateLimiter, type RuleOverrides } from './rate-limits.ts';
+import { publicRouter } from './public.ts';
 import { resolutionsRouter } from './resolutions.ts';
 import { traderRouter } from './traders.ts';
 
@@ -41,9 +42,14 @@ export interface AppDeps {
   snapshots?: SnapshotStore;
   /** the resolutions pull feed's log; without it GET /v1/resolutions is not served */
   resolutionFeed?: ResolutionFeed;
+  /** wall clock: sessions, nonces, rate windows, caches */
   now?: () => Date;
+  /** the venue's clock, for "as of now" analytics (the demo venue runs behind the wall clock); default: now */
+  venueNow?: () => Date;
   /** preset ranking cache TTL (the spec's 60 s) */
   presetCacheMs?: number;
+  /** secret (>= 16 bytes) keying the opaque trader ids (tid) of the public namespace; keep it stable across restarts */
+  tidKey: string | Uint8Array;
   /** tighter or looser limits than RULES (tests, operators) */
   rateRules?: RuleOverrides;
   /** express "trust proxy" (TRUST_PROXY): set when a reverse proxy forwards X-Forwarded-For */
@@ -125,6 +131,7 @@ const Slug = z.string().max(64);
 
 export function createApp(deps: AppDeps): Express {
   const now = deps.now ?? (() => new Date());
+  const venueNow = deps.venueNow ?? now;
   const cache = new TtlCache<RankingResponse>(deps.presetCacheMs ?? 60_000, () => now().getTime());
   const limiter = new RateLimiter(deps.rates, now, deps.rateRules);
   const authDeps: AuthDeps = { store: deps.accounts, db: deps.db, mailer: deps.mailer ?? devMailer(), limiter, config: deps.auth, now };
@@ -140,6 +147,9 @@ export function createApp(deps: AppDeps): Express {
     res.json(openapi);
   });
 
+  // the public namespace: no credential, its own per-IP limit
+  app.use('/v1/public', limiter.perIp('publicIp'), publicRouter({ db: deps.db, now: venueNow, tidKey: deps.tidKey, directory: deps.accounts }));
+
   // everything below may carry a credential; /v1/auth/* also serves anonymous callers
   app.use('/v1', authenticate(authDeps));
   app.use('/v1/auth', limiter.apiTraffic(), authRouter(authDeps));
@@ -151,8 +161,8 @@ export function createApp(deps: AppDeps): Express {
     return traffic(req, res, next);
   });
   app.use('/v1', accountRouter(authDeps));
-  app.use('/v1/trader', traderRouter({ db: deps.db, now }));
-  if (deps.resolutionFeed) app.use('/v1/resolutions', resolutionsRouter({ db: deps.db, feed: deps.resolutionFeed, now }));
+  app.use('/v1/trader', traderRouter({ db: deps.db, now: venueNow }));
+  if (deps.resolutionFeed) app.use('/v1/resolutions', resolutionsRouter({ db: deps.db, feed: deps.resolutionFeed, now: venueNow }));
 
   app.get('/v1/rankings/presets', (_req, res) => {
     res.json({ presets: presetList(), metrics: METRIC_IDS });
@@ -172,7 +182,7 @@ export function createApp(deps: AppDeps): Express {
       offset: q.offset,
       extra_metrics: extra,
     });
-    const { value, hit } = await cache.getOrCompute(cacheKey({ slug, overrides }), () => presetRanking(deps.db, slug, overrides, now()));
+    const { value, hit } = await cache.getOrCompute(cacheKey({ slug, overrides }), () => presetRanking(deps.db, slug, overrides, venueNow()));
     res.setHeader('X-Cache', hit ? 'hit' : 'miss');
     res.setHeader('Cache-Control', 'public, max-age=60');
     res.json(value);
@@ -192,7 +202,7 @@ export function createApp(deps: AppDeps): Express {
   app.get('/v1/rankings', async (req, res) => {
     const cfg = customConfigFromQuery(req.query);
     if ((cfg.extra_metrics ?? []).length) requireFeature(requireAuth(res), 'extra_metrics');
-    res.json(await customRanking(deps.db, cfg, now()));
+    res.json(await customRanking(deps.db, cfg, venueNow()));
   });
 
   app.use(notFound);

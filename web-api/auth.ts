@@ -327,6 +327,12 @@ export function accountRouter(deps: AuthDeps): Router {
     res.json({ ok: true, id, revoked: true });
   });
 
+  r.get('/account/invite', (_req, res) => {
+    const p = requireAuth(res);
+    const u = deps.store.user(p.userId)!;
+    res.json({ code: u.invite_code, url: `${deps.config.origin}/?ref=${u.invite_code}` });
+  });
+
   r.get('/account/plan', (_req, res) => {
     const p = requireAuth(res);
     const plan = PLANS[p.plan];

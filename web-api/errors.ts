@@ -80,7 +80,7 @@ function mapError(err: unknown): { status: number; body: Omit<ErrorBody, 'trace_
 
 export const errorHandler: ErrorRequestHandler = (err: unknown, _req: Request, res: Response, _next: NextFunction) => {
   const { status, body } = mapError(err);
-  if (status >= 500) console.error(`[${traceId(res)}]`, err);
+  if (status === 500) console.error(`[${traceId(res)}]`, err);
   if (res.headersSent) return;
   sendError(res, status, body);
 };

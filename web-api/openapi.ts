@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { METRIC_IDS, PRESETS, RankingConfig, RankingResponse, ROW_CAP } from '../core/rankings.ts';
+import { publicOpenApiPaths, publicOpenApiSchemas } from './public.ts';
 import { resolutionsOpenApiPaths, resolutionsOpenApiSchemas } from './resolutions.ts';
 import { traderOpenApiPaths, traderOpenApiSchemas } from './traders.ts';
 import { DeleteMeBody, MagicStartBody, MintKeyBody, PatchMeBody, SiweVerifyBody } from './auth.ts';
@@ -80,6 +81,7 @@ function accountPaths(): Record<string, unknown> {
       post: { summary: 'Mint a key (session only; the key is shown once)', requestBody: body(MintKeyBody), responses: { '201': json('minted', { allOf: [{ $ref: '#/components/schemas/ApiKey' }, { type: 'object', required: ['key'], properties: { key: { type: 'string', pattern: '^pk_live_[a-z2-7]{26}$' } } }] }), ...errors(400, 401, 403, 409, 429, 500) } },
     },
     '/v1/api-keys/{id}': { delete: { summary: 'Revoke a key', parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }], responses: { '200': json('revoked', { type: 'object', properties: { ok: { const: true }, id: { type: 'string' }, revoked: { const: true } } }), ...errors(400, 401, 404, 500) } } },
+    '/v1/account/invite': { get: { summary: 'Your invite code (resolved publicly by /v1/public/referrer)', responses: { '200': json('invite', { type: 'object', required: ['code', 'url'], properties: { code: { type: 'string' }, url: { type: 'string' } } }), ...errors(401, 429, 500) } } },
     '/v1/account/plan': { get: { summary: 'Your plan: features and limits', responses: { '200': json('plan', { type: 'object', required: ['plan'] }), ...errors(401, 429, 500) } } },
   };
 }
@@ -95,6 +97,7 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
     security: [{ bearer: [] }, { session: [] }],
     paths: {
       ...accountPaths(),
+      ...publicOpenApiPaths(),
       ...traderOpenApiPaths(),
       ...resolutionsOpenApiPaths(),
       '/v1/rankings/presets': { get: { summary: 'The ten launch presets', responses: { '200': { description: 'presets and metric ids' } } } },
@@ -154,6 +157,7 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
         UserRecord: UserRecordSchema,
         PatchedUser: PatchedUserSchema,
         ApiKey: ApiKeySchema,
+        ...publicOpenApiSchemas(),
         ...traderOpenApiSchemas(),
         ...resolutionsOpenApiSchemas(),
       },

@@ -32,7 +32,7 @@ export async function startApp(db: QueryRunner, opts: Partial<Omit<AppDeps, 'db'
   // the origin is only known after listen; the app reads the config object lazily, so fill it in then
   const auth: AuthConfig = { ...opts.auth, origin: '' };
   const resolutionFeed = new ResolutionFeed(join(dir, 'service.sqlite'));
-  const app = createApp({ resolutionFeed, ...opts, db, accounts, rates, auth });
+  const app = createApp({ resolutionFeed, tidKey: 'test-tid-key-0123456789abcdef', ...opts, db, accounts, rates, auth });
   const server: Server = app.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
