@@ -41,7 +41,11 @@ const Env = z.object({
   SIWE_CHAIN_IDS: z.string().regex(/^\d+(,\d+)*$/).default('137'),
   SIWE_RPC_URL: z.url().optional(),
   REDIS_URL: z.string().optional(),
-  TRUST_PROXY: z.string().optional(),
+  /** express "trust proxy": a hop count (1), true/false, or addresses/subnets (loopback, 10.0.0.0/8) */
+  TRUST_PROXY: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined ? undefined : /^\d+$/.test(v) ? Number(v) : v === 'true' ? true : v === 'false' ? false : v)),
   /** secret keying the public namespace's opaque trader ids; default: a random key kept in <venue dir>/tid.key */
   TID_KEY: z.string().min(16).optional(),
 });
@@ -148,8 +152,8 @@ if (env.LIVE_TAIL === 'on') {
   const server = api.listen(env.PORT, env.HOST, () => console.log(`API: ${origin}/v1/openapi.json  (try ${origin}/v1/public/leaderboard)`));
   tail = await LiveTail.start(conn, venueOpts, { ratePerSecond: env.LIVE_TAIL_RATE, speed: env.LIVE_TAIL_SPEED });
   console.log(`Live tail: ~${env.LIVE_TAIL_RATE} taker fills/s (speed x${env.LIVE_TAIL_SPEED}); Ctrl-C to stop.`);
-  const schedule = startSnapshotSchedule({ instance, store: snapshots, now: venueNow, log: (m) => console.log(`  snapshots: ${m}`) });
-  const feedSync = startResolutionFeedSync({ db: apiDb, feed: resolutionFeed, log: (m) => console.log(`  resolutions feed: ${m}`) });
+  const schedule = startSnapshotSchedule({ instance, store: snapshots, now: venueNow, log: (m) => console.log(`  ${m}`) });
+  const feedSync = startResolutionFeedSync({ db: apiDb, feed: resolutionFeed, log: (m) => console.log(`  ${m}`) });
   const purge = setInterval(() => accounts.purgeExpired(Date.now()), 3600_000);
   purge.unref();
   const timer = setInterval(() => {
@@ -160,8 +164,8 @@ if (env.LIVE_TAIL === 'on') {
     clearInterval(timer);
     clearInterval(purge);
     server.close();
-    await schedule.stop();
-    await feedSync.stop();
+    // a snapshot in progress may take a minute: give the jobs a few seconds, then go (stores are transactional)
+    await Promise.race([Promise.all([schedule.stop(), feedSync.stop()]), new Promise((r) => setTimeout(r, 5000))]);
     await tail!.stop();
     snapshots.close();
     accounts.close();

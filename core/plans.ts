@@ -16,7 +16,7 @@ export interface Plan {
   name: string;
   price_usd_month: number;
   features: readonly Feature[];
-  /** requests per minute per API key (sliding per-minute window) */
+  /** API-key requests per minute per user, all keys together (aligned one-minute windows) */
   requests_per_minute: number;
   /** API-key requests per calendar month (UTC) */
   requests_per_month: number;

@@ -127,12 +127,16 @@ export class AccountStore implements AccountDirectory {
         nonce TEXT PRIMARY KEY, issued_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL, consumed_ms INTEGER);
       CREATE TABLE IF NOT EXISTS magic_tokens (
         token_hash TEXT PRIMARY KEY, email TEXT NOT NULL, next TEXT, issued_ms INTEGER NOT NULL,
-        expires_ms INTEGER NOT NULL, consumed_ms INTEGER);
+        expires_ms INTEGER NOT NULL, consumed_ms INTEGER,
+        purpose TEXT NOT NULL DEFAULT 'signin', user_id TEXT);  -- purpose 'email_change': confirms user_id's new email
       CREATE TABLE IF NOT EXISTS proxy_claims (
         proxy TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users(user_id), method TEXT NOT NULL, claimed_at TEXT NOT NULL);
       CREATE INDEX IF NOT EXISTS proxy_claims_user ON proxy_claims(user_id);
       CREATE TABLE IF NOT EXISTS plan_changes (
         user_id TEXT NOT NULL, plan TEXT NOT NULL, changed_at TEXT NOT NULL, note TEXT);`);
+    // files from before email-change confirmation lack the token purpose
+    const cols = new Set((this.db.prepare(`PRAGMA table_info(magic_tokens)`).all() as { name: string }[]).map((c) => c.name));
+    if (!cols.has('purpose')) this.db.exec(`ALTER TABLE magic_tokens ADD COLUMN purpose TEXT NOT NULL DEFAULT 'signin'; ALTER TABLE magic_tokens ADD COLUMN user_id TEXT;`);
   }
 
   close(): void {
@@ -195,13 +199,16 @@ export class AccountStore implements AccountDirectory {
     };
   }
 
-  /** PATCH /v1/auth/me: only the keys present change; an email another account holds is a conflict. */
-  updateProfile(userId: string, patch: { display_name?: string | null; email?: string | null; x_username?: string | null }): UserRow {
+  /**
+   * PATCH /v1/auth/me: only the keys present change. A new email is not set here (the caller must prove they own
+   * it: see confirmEmailChange); only `email: null` (removal) applies directly.
+   */
+  updateProfile(userId: string, patch: { display_name?: string | null; email?: null; x_username?: string | null }): UserRow {
     const u = this.user(userId);
     if (!u) throw new AccountError('user_deleted', 'the account no longer exists');
     const next = {
       display_name: patch.display_name !== undefined ? patch.display_name : u.display_name,
-      email: patch.email !== undefined ? (patch.email === null ? null : patch.email.toLowerCase()) : u.email,
+      email: patch.email === null ? null : u.email,
       x_username: patch.x_username !== undefined ? patch.x_username : u.x_username,
     };
     try {
@@ -219,10 +226,17 @@ export class AccountStore implements AccountDirectory {
    */
   anonymize(userId: string, nowMs: number): boolean {
     return this.db.transaction(() => {
+      const email = (this.db.prepare(`SELECT email FROM users WHERE user_id = ? AND deleted_at IS NULL`).get(userId) as { email: string | null } | undefined)?.email;
       const r = this.db
         .prepare(`UPDATE users SET eoa = NULL, email = NULL, display_name = NULL, x_username = NULL, deleted_at = ?, invite_code = ? WHERE user_id = ? AND deleted_at IS NULL`)
         .run(iso(nowMs), `deleted-${randomBytes(8).toString('hex')}`, userId);
       if (r.changes === 0) return false;
+      // nothing that names the person stays behind, and no outstanding link can bring the account back
+      if (email) this.db.prepare(`DELETE FROM magic_tokens WHERE email = ?`).run(email);
+      this.db.prepare(`DELETE FROM magic_tokens WHERE user_id = ?`).run(userId);
+      this.db.prepare(`UPDATE api_keys SET label = '' WHERE user_id = ?`).run(userId);
+      this.db.prepare(`UPDATE sessions SET custodian_session_hash = NULL WHERE user_id = ?`).run(userId);
+      this.db.prepare(`UPDATE plan_changes SET note = NULL WHERE user_id = ?`).run(userId);
       this.db.prepare(`DELETE FROM proxy_claims WHERE user_id = ?`).run(userId);
       this.db.prepare(`UPDATE sessions SET revoked_ms = ? WHERE user_id = ? AND revoked_ms IS NULL`).run(nowMs, userId);
       this.db.prepare(`UPDATE api_keys SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL`).run(iso(nowMs), userId);
@@ -302,20 +316,45 @@ export class AccountStore implements AccountDirectory {
     return this.db.prepare(`UPDATE siwe_nonces SET consumed_ms = ? WHERE nonce = ? AND consumed_ms IS NULL AND expires_ms > ?`).run(nowMs, nonce, nowMs).changes === 1;
   }
 
-  issueMagicToken(email: string, next: string | null, nowMs: number): string {
+  /** Whether a nonce was issued, is unexpired and unused (a cheap check before the signature; consume decides). */
+  nonceLive(nonce: string, nowMs: number): boolean {
+    return this.db.prepare(`SELECT 1 FROM siwe_nonces WHERE nonce = ? AND consumed_ms IS NULL AND expires_ms > ?`).get(nonce, nowMs) !== undefined;
+  }
+
+  issueMagicToken(email: string, next: string | null, nowMs: number, emailChangeFor?: string): string {
     const token = randomToken();
     this.db
-      .prepare(`INSERT INTO magic_tokens (token_hash, email, next, issued_ms, expires_ms) VALUES (?, ?, ?, ?, ?)`)
-      .run(sha256(token), email.toLowerCase(), next, nowMs, nowMs + MAGIC_TOKEN_TTL_MS);
+      .prepare(`INSERT INTO magic_tokens (token_hash, email, next, issued_ms, expires_ms, purpose, user_id) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+      .run(sha256(token), email.toLowerCase(), next, nowMs, nowMs + MAGIC_TOKEN_TTL_MS, emailChangeFor ? 'email_change' : 'signin', emailChangeFor ?? null);
     return token;
   }
 
-  /** The email and next path of an issued, unexpired, unused token — once. */
+  /** The email and next path of an issued, unexpired, unused sign-in token — once. */
   consumeMagicToken(token: string, nowMs: number): { email: string; next: string | null } | null {
     const row = this.db
-      .prepare(`UPDATE magic_tokens SET consumed_ms = ? WHERE token_hash = ? AND consumed_ms IS NULL AND expires_ms > ? RETURNING email, next`)
+      .prepare(`UPDATE magic_tokens SET consumed_ms = ? WHERE token_hash = ? AND consumed_ms IS NULL AND expires_ms > ? AND purpose = 'signin' RETURNING email, next`)
       .get(nowMs, sha256(token), nowMs) as { email: string; next: string | null } | undefined;
     return row ?? null;
+  }
+
+  /**
+   * Confirm an email change: the token was mailed to the new address, so using it proves the user owns it. Once;
+   * null for a dead token; AccountError email_taken when another account took the address meanwhile.
+   */
+  confirmEmailChange(token: string, nowMs: number): { user_id: string; email: string } | null {
+    return this.db.transaction(() => {
+      const row = this.db
+        .prepare(`UPDATE magic_tokens SET consumed_ms = ? WHERE token_hash = ? AND consumed_ms IS NULL AND expires_ms > ? AND purpose = 'email_change' RETURNING email, user_id`)
+        .get(nowMs, sha256(token), nowMs) as { email: string; user_id: string } | undefined;
+      if (!row || !this.user(row.user_id)) return null;
+      try {
+        this.db.prepare(`UPDATE users SET email = ? WHERE user_id = ?`).run(row.email, row.user_id);
+      } catch (e) {
+        if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw new AccountError('email_taken', 'another account uses this email');
+        throw e;
+      }
+      return row;
+    })();
   }
 
   /** Drop nonces and tokens that can no longer be used (kept a day for audit). */

@@ -18,9 +18,9 @@ import { PLANS } from '../core/plans.ts';
 import type { QueryRunner } from '../core/query.ts';
 import { AccountError, type AccountStore, MAGIC_TOKEN_TTL_MS, NONCE_TTL_MS, SESSION_ABSOLUTE_MS } from '../data/account-store.ts';
 import { ApiError } from './errors.ts';
-import { magicLinkMail, type Mailer } from './mail.ts';
+import { emailChangeMail, magicLinkMail, type Mailer, type OutgoingMail } from './mail.ts';
 import { principalFor, principalOf, requireAuth } from './principal.ts';
-import type { RateLimiter } from './rate-limits.ts';
+import { clientIp, type RateLimiter } from './rate-limits.ts';
 
 export const SESSION_COOKIE = '__Secure-service_sid';
 /** an issued-at further in the future than this is rejected (clock skew allowance) */
@@ -67,7 +67,8 @@ export const NextPath = z
   .refine((s) => !CONTROL.test(s), 'next must not contain control characters')
   .refine((s) => !s.includes('\\'), 'next must not contain a backslash');
 export const MagicStartBody = z.strictObject({ email: z.email().max(254), next: NextPath.optional() });
-export const MagicCallbackQuery = z.strictObject({ token: z.string().min(1).max(256) });
+// not strict: mail clients append tracking parameters to links; unknown keys are dropped
+export const MagicCallbackQuery = z.object({ token: z.string().min(1).max(256) });
 const Printable = (max: number) => z.string().max(max).refine((s) => !CONTROL.test(s), 'control characters are not allowed');
 export const PatchMeBody = z.strictObject({
   display_name: Printable(80).nullable().optional(),
@@ -108,14 +109,19 @@ const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  * second lock).
  */
 export function authenticate(deps: AuthDeps): RequestHandler {
-  return (req, res, next) => {
+  // a wrong credential costs the caller's IP a token: probing keys hits 429 long before it finds one
+  const failed = async (req: Request, res: Response, e: ApiError) => {
+    await deps.limiter.take(deps.limiter.rule('authFailIp'), clientIp(req), res);
+    throw e;
+  };
+  return async (req, res, next) => {
     const nowMs = deps.now().getTime();
     const authz = req.get('authorization');
     if (authz !== undefined) {
       const m = /^Bearer +(\S+) *$/i.exec(authz);
-      if (!m) throw new ApiError(401, 'invalid_authorization', 'Authorization must be "Bearer <API key>"');
+      if (!m) return failed(req, res, new ApiError(401, 'invalid_authorization', 'Authorization must be "Bearer <API key>"'));
       const k = deps.store.authenticateKey(m[1]!, nowMs);
-      if (!k) throw new ApiError(401, 'invalid_api_key', 'the API key is unknown or revoked');
+      if (!k) return failed(req, res, new ApiError(401, 'invalid_api_key', 'the API key is unknown or revoked'));
       res.locals.principal = principalFor('api_key', k.user_id, k.plan, { keyId: k.key_id });
       return next();
     }
@@ -140,6 +146,50 @@ export function authenticate(deps: AuthDeps): RequestHandler {
 
 const reject = (code: string, message: string, reason?: string) => new ApiError(401, code, message, reason);
 
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+const SIWE_FIELDS = [
+  { key: 'URI', required: true },
+  { key: 'Version', required: true },
+  { key: 'Chain ID', required: true },
+  { key: 'Nonce', required: true },
+  { key: 'Issued At', required: true, time: true },
+  { key: 'Expiration Time', required: false, time: true },
+  { key: 'Not Before', required: false, time: true },
+  { key: 'Request ID', required: false },
+] as const;
+
+/**
+ * The EIP-4361 grammar, line by line. viem's parser is lenient (it finds fields anywhere and ignores what follows
+ * them), so a message with extra text, an unchecksummed address or an unparsable time would otherwise pass; a
+ * wallet shows such text as a plain message rather than as a sign-in for this domain. Returns why it is not
+ * canonical, or null.
+ */
+export function siweGrammarError(message: string): string | null {
+  const lines = message.split('\n');
+  if (!/^(?:[a-zA-Z][a-zA-Z0-9+.-]*:\/\/)?\S+ wants you to sign in with your Ethereum account:$/.test(lines[0] ?? '')) return 'the first line must be "<domain> wants you to sign in with your Ethereum account:"';
+  const address = lines[1] ?? '';
+  if (!/^0x[0-9a-fA-F]{40}$/.test(address) || getAddress(address) !== address) return 'the second line must be the EIP-55 checksummed address';
+  if (lines[2] !== '') return 'a blank line must follow the address';
+  let i = 3;
+  if (lines[3] === '') i = 4;
+  else if (lines[4] === '') i = 5;
+  else return 'the statement must be one line between blank lines';
+  for (const f of SIWE_FIELDS) {
+    const line = lines[i];
+    if (line?.startsWith(`${f.key}: `)) {
+      const value = line.slice(f.key.length + 2);
+      if (!value) return `${f.key} is empty`;
+      if ('time' in f && (!RFC3339.test(value) || !Number.isFinite(Date.parse(value)))) return `${f.key} must be an RFC 3339 date-time`;
+      i++;
+    } else if (f.required) return `expected "${f.key}: …" on line ${i + 1}`;
+  }
+  if (lines[i] === 'Resources:') {
+    i++;
+    while (lines[i]?.startsWith('- ')) i++;
+  }
+  return i === lines.length ? null : `unexpected text on line ${i + 1}`;
+}
+
 /** Check a parsed EIP-4361 message against the service's expectations; returns the signer address. */
 export function checkSiweFields(msg: ReturnType<typeof parseSiweMessage>, cfg: AuthConfig, nowMs: number): `0x${string}` {
   const domain = cfg.siweDomain ?? new URL(cfg.origin).host;
@@ -160,8 +210,8 @@ export function checkSiweFields(msg: ReturnType<typeof parseSiweMessage>, cfg: A
   if (!Number.isFinite(issued)) throw new ApiError(400, 'invalid_siwe_message', 'issued-at is not a date');
   if (issued > nowMs + SIWE_MAX_SKEW_MS) throw reject('siwe_rejected', 'the message is issued in the future');
   if (nowMs - issued > NONCE_TTL_MS) throw reject('siwe_rejected', 'the message is stale', `issued-at must be within ${NONCE_TTL_MS / 60_000} minutes`);
-  if (msg.expirationTime && msg.expirationTime.getTime() <= nowMs) throw reject('siwe_rejected', 'the message has expired');
-  if (msg.notBefore && msg.notBefore.getTime() > nowMs) throw reject('siwe_rejected', 'the message is not valid yet');
+  if (msg.expirationTime && !(msg.expirationTime.getTime() > nowMs)) throw reject('siwe_rejected', 'the message has expired');
+  if (msg.notBefore && !(msg.notBefore.getTime() <= nowMs)) throw reject('siwe_rejected', 'the message is not valid yet');
   return getAddress(msg.address);
 }
 
@@ -212,7 +262,11 @@ export function authRouter(deps: AuthDeps): Router {
     } catch {
       throw new ApiError(400, 'invalid_siwe_message', 'the message is not an EIP-4361 message');
     }
+    const grammar = siweGrammarError(body.message);
+    if (grammar) throw new ApiError(400, 'invalid_siwe_message', 'the message is not a canonical EIP-4361 message', grammar);
     const address = checkSiweFields(msg, deps.config, nowMs());
+    // cheap check first, so an unissued nonce never costs a signature check (or an RPC call)
+    if (!deps.store.nonceLive(msg.nonce!, nowMs())) throw reject('invalid_nonce', 'the nonce is unknown, expired or already used', 'request a new nonce');
     if (!(await verifySignature(address, body.message, body.signature as Hex, deps.config)))
       throw reject('invalid_signature', 'the signature does not match the message and address', deps.config.rpcUrl ? undefined : 'smart-wallet (EIP-1271/6492) signatures verify only when the service has an RPC endpoint');
     // consumed last, atomically: of two requests racing with one nonce exactly one passes this line
@@ -234,7 +288,7 @@ export function authRouter(deps: AuthDeps): Router {
     if (!deps.mailer.available) throw new ApiError(503, 'mail_unavailable', 'sign-in by email is not configured on this server', 'set SMTP_URL');
     const token = deps.store.issueMagicToken(email, body.next ?? null, nowMs());
     const link = `${deps.config.origin}/v1/auth/magic/callback?token=${encodeURIComponent(token)}`;
-    await deps.mailer.send(magicLinkMail(email, link, MAGIC_TOKEN_TTL_MS / 60_000));
+    await sendOrLog(deps.mailer, magicLinkMail(email, link, MAGIC_TOKEN_TTL_MS / 60_000), res);
     res.setHeader('Cache-Control', 'no-store');
     res.json(deps.mailer.devLinks ? { ok: true, dev_link: link } : { ok: true });
   });
@@ -273,19 +327,38 @@ export function authRouter(deps: AuthDeps): Router {
     res.json({ user: p.userId ? deps.store.record(p.userId) : null });
   });
 
-  r.patch('/me', (req, res) => {
-    const p = requireAuth(res);
+  r.patch('/me', async (req, res) => {
+    const p = requireSession(res);
     const body = parseBody(PatchMeBody, req);
+    const { email, ...rest } = body;
+    const user = deps.store.updateProfile(p.userId, { ...rest, ...(email === null ? { email: null } : {}) });
+    // a new email takes effect when the link mailed to it is used: whoever changes it must own it
+    const wanted = email?.toLowerCase();
+    if (wanted && wanted !== user.email) {
+      await deps.limiter.take(deps.limiter.rule('magicEmail'), wanted, res);
+      const token = deps.store.issueMagicToken(wanted, null, nowMs(), p.userId);
+      const link = `${deps.config.origin}/v1/auth/email/confirm?token=${encodeURIComponent(token)}`;
+      await sendOrLog(deps.mailer, emailChangeMail(wanted, link, MAGIC_TOKEN_TTL_MS / 60_000), res);
+    }
+    res.json({ user: shortRecord(user) });
+  });
+
+  r.get('/email/confirm', (req, res) => {
+    const q = MagicCallbackQuery.parse(req.query);
+    let done: { user_id: string; email: string } | null;
     try {
-      res.json({ user: shortRecord(deps.store.updateProfile(p.userId, body)) });
+      done = deps.store.confirmEmailChange(q.token, nowMs());
     } catch (e) {
       if (e instanceof AccountError && e.code === 'email_taken') throw new ApiError(409, 'email_taken', e.message);
       throw e;
     }
+    if (!done) throw new ApiError(400, 'invalid_token', 'the confirmation link is invalid, expired or already used', 'change the email again to get a new link');
+    res.setHeader('Cache-Control', 'no-store');
+    res.redirect(302, '/');
   });
 
   r.delete('/me', (req, res) => {
-    const p = requireAuth(res);
+    const p = requireSession(res);
     parseBody(DeleteMeBody, req);
     deps.store.anonymize(p.userId, nowMs());
     clearSessionCookie(res);
@@ -293,6 +366,22 @@ export function authRouter(deps: AuthDeps): Router {
   });
 
   return r;
+}
+
+/** Changes to the account itself need a signed-in session: a leaked API key must not take over or delete it. */
+function requireSession(res: Response) {
+  const p = requireAuth(res);
+  if (p.kind !== 'session') throw new ApiError(403, 'session_required', 'this change needs a signed-in session', 'API keys read and revoke; they cannot change or delete the account');
+  return p;
+}
+
+/** Send, and if the transport refuses, log under the trace id instead of failing the request (no address probing). */
+async function sendOrLog(mailer: Mailer, mail: OutgoingMail, res: Response): Promise<void> {
+  try {
+    await mailer.send(mail);
+  } catch (e) {
+    console.error(`[${String(res.locals.traceId ?? '')}] mail to ${mail.to} failed:`, (e as Error).message);
+  }
 }
 
 /** The account area: API keys and the plan. Minting needs a session (a key cannot mint keys). */
@@ -306,8 +395,7 @@ export function accountRouter(deps: AuthDeps): Router {
   });
 
   r.post('/api-keys', async (req, res) => {
-    const p = requireAuth(res);
-    if (p.kind !== 'session') throw new ApiError(403, 'session_required', 'API keys are minted from a signed-in session', 'an API key cannot mint other keys');
+    const p = requireSession(res);
     const body = parseBody(MintKeyBody, req);
     await deps.limiter.take(deps.limiter.rule('keyMint'), p.userId, res);
     try {

@@ -58,3 +58,13 @@ export function magicLinkMail(to: string, link: string, ttlMinutes: number): Out
     html: `<p><a href="${esc}">Sign in</a></p><p>The link works once and expires in ${ttlMinutes} minutes. If you did not ask for it, ignore this mail.</p>`,
   };
 }
+
+export function emailChangeMail(to: string, link: string, ttlMinutes: number): OutgoingMail {
+  const esc = link.replaceAll('&', '&amp;').replaceAll('"', '&quot;').replaceAll('<', '&lt;');
+  return {
+    to,
+    subject: 'Confirm your new email address',
+    text: `Confirm this address for your account: ${link}\n\nThe link works once and expires in ${ttlMinutes} minutes. If you did not ask for it, ignore this mail.`,
+    html: `<p><a href="${esc}">Confirm this address</a> for your account.</p><p>The link works once and expires in ${ttlMinutes} minutes. If you did not ask for it, ignore this mail.</p>`,
+  };
+}

@@ -69,11 +69,12 @@ function accountPaths(): Record<string, unknown> {
     },
     '/v1/auth/magic/start': { post: { summary: 'Mail a sign-in link', security: [], requestBody: body(MagicStartBody), responses: { '200': json('sent', { type: 'object', required: ['ok'], properties: { ok: { const: true }, dev_link: { type: 'string' } } }), ...errors(400, 429, 500, 503) } } },
     '/v1/auth/magic/callback': { get: { summary: 'Consume a sign-in link; sets the cookie and redirects', security: [], parameters: [q('token', 'the token from the link', { type: 'string' }, true)], responses: { '302': { description: 'to next, default /' }, ...errors(400, 500) } } },
+    '/v1/auth/email/confirm': { get: { summary: 'Confirm a new email (the link PATCH /v1/auth/me mailed to it)', security: [], parameters: [q('token', 'the token from the link', { type: 'string' }, true)], responses: { '302': { description: 'to /' }, ...errors(400, 409, 500) } } },
     '/v1/auth/logout': { post: { summary: 'End the current session', responses: { '200': json('ok', ok), ...errors(401, 403, 500) } } },
     '/v1/auth/logout-all': { post: { summary: 'Revoke every session of the user', responses: { '200': json('ok', { type: 'object', required: ['ok', 'revoked'], properties: { ok: { const: true }, revoked: { type: 'integer' } } }), ...errors(401, 403, 500) } } },
     '/v1/auth/me': {
       get: { summary: 'The signed-in user, or null', security: [], responses: { '200': json('user', { type: 'object', required: ['user'], properties: { user: { oneOf: [{ $ref: '#/components/schemas/UserRecord' }, { type: 'null' }] } } }) } },
-      patch: { summary: 'Change display name, email or X username', requestBody: body(PatchMeBody), responses: { '200': json('user', { type: 'object', required: ['user'], properties: { user: { $ref: '#/components/schemas/PatchedUser' } } }), ...errors(400, 401, 403, 409, 500) } },
+      patch: { summary: 'Change display name, email (applies once confirmed) or X username; session only', requestBody: body(PatchMeBody), responses: { '200': json('user', { type: 'object', required: ['user'], properties: { user: { $ref: '#/components/schemas/PatchedUser' } } }), ...errors(400, 401, 403, 409, 500) } },
       delete: { summary: 'Anonymize the account irreversibly', requestBody: body(DeleteMeBody), responses: { '200': json('deleted', { type: 'object', required: ['deleted'], properties: { deleted: { const: true } } }), ...errors(400, 401, 403, 500) } },
     },
     '/v1/api-keys': {

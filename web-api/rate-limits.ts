@@ -26,6 +26,8 @@ export const RULES = {
   magicIp: { name: 'magic-ip', limit: 10, span: 15 * 60_000 },
   magicEmail: { name: 'magic-email', limit: 3, span: 15 * 60_000 },
   keyMint: { name: 'key-mint', limit: 5, span: 3600_000 },
+  /** requests with a wrong key or malformed Authorization, per IP */
+  authFailIp: { name: 'auth-fail-ip', limit: 60, span: 60_000 },
 } as const satisfies Record<string, LimitRule>;
 
 export type RuleOverrides = Partial<Record<keyof typeof RULES, Partial<LimitRule>>>;
@@ -59,8 +61,9 @@ export class RateLimiter {
   }
 
   /**
-   * Middleware for authenticated /v1/* traffic: a key pays against its plan's per-minute rate (per key) and monthly
-   * quota (per user) and every response says how much is left; sessions and anonymous callers are limited per IP.
+   * Middleware for authenticated /v1/* traffic: key traffic pays against the plan's per-minute rate and monthly
+   * quota, both per user (so more keys do not mean more rate), and every response says how much is left; sessions
+   * and anonymous callers are limited per IP.
    */
   apiTraffic(): RequestHandler {
     return async (req, res, next) => {
@@ -69,7 +72,13 @@ export class RateLimiter {
         const plan = PLANS[p.plan];
         res.setHeader('X-RateLimit-Limit', String(plan.requests_per_minute));
         res.setHeader('X-Plan-Quota-Monthly', String(plan.requests_per_month));
-        const minute = await this.take({ name: 'key-minute', limit: plan.requests_per_minute, span: 60_000 }, p.keyId, res);
+        let minute: { remaining: number };
+        try {
+          minute = await this.take({ name: 'user-minute', limit: plan.requests_per_minute, span: 60_000 }, p.userId, res);
+        } catch (e) {
+          res.setHeader('X-RateLimit-Remaining', '0');
+          throw e;
+        }
         res.setHeader('X-RateLimit-Remaining', String(minute.remaining));
         const t = this.now().getTime();
         const month = windowOf(t, 'month');
@@ -94,7 +103,22 @@ export class RateLimiter {
   }
 }
 
-/** The caller's IP as express sees it (behind a proxy, set TRUST_PROXY so X-Forwarded-For is honoured). */
+/**
+ * The caller's IP as express sees it (behind a proxy, set TRUST_PROXY so X-Forwarded-For is honoured). IPv6
+ * callers count per /64, the block one subscriber gets, so rotating addresses inside it does not reset limits.
+ */
 export function clientIp(req: Request): string {
-  return req.ip ?? req.socket.remoteAddress ?? 'unknown';
+  return ipSubject(req.ip ?? req.socket.remoteAddress ?? 'unknown');
+}
+
+export function ipSubject(ip: string): string {
+  const v4 = /^(?:::ffff:)?(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(ip);
+  if (v4) return v4[1]!;
+  if (!ip.includes(':')) return ip;
+  // expand :: and keep the first four hextets
+  const [head = '', tail = ''] = ip.split('%')[0]!.split('::');
+  const h = head ? head.split(':') : [];
+  const t = tail ? tail.split(':') : [];
+  const full = ip.includes('::') ? [...h, ...Array(Math.max(0, 8 - h.length - t.length)).fill('0'), ...t] : h;
+  return `${full.slice(0, 4).map((x) => (x || '0').toLowerCase().replace(/^0+(?=.)/, '')).join(':')}::/64`;
 }

@@ -110,3 +110,17 @@ describe('the app over Redis', () => {
     }
   }, 30_000);
 });
+
+describe('client IP subjects', () => {
+  it('counts IPv4 (also v4-mapped) per address and IPv6 per /64', async () => {
+    const { ipSubject } = await import('../../web-api/rate-limits.ts');
+    expect(ipSubject('203.0.113.9')).toBe('203.0.113.9');
+    expect(ipSubject('::ffff:203.0.113.9')).toBe('203.0.113.9');
+    expect(ipSubject('2001:db8:1:2:aaaa:bbbb:cccc:dddd')).toBe('2001:db8:1:2::/64');
+    expect(ipSubject('2001:db8:1:2::1')).toBe('2001:db8:1:2::/64');
+    expect(ipSubject('2001:0db8:0001:0002:ffff::')).toBe('2001:db8:1:2::/64');
+    expect(ipSubject('2001:db8::1')).toBe('2001:db8:0:0::/64');
+    expect(ipSubject('::1')).toBe('0:0:0:0::/64');
+    expect(ipSubject('fe80::1%eth0')).toBe('fe80:0:0:0::/64');
+  });
+});

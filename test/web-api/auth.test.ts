@@ -58,11 +58,15 @@ beforeAll(async () => {
   ({ instance, conn } = await openMemoryVenue());
   // the signer trades on the venue: signing in with it claims that proxy
   await conn.run(`INSERT INTO wallets VALUES (1, '${venueSigner.address.toLowerCase()}', NULL, 'Brave-Otter', NULL, false)`);
-  t = await startApp(duckRunner(conn), { now, rateRules: { magicIp: { limit: 1000 }, magicEmail: { limit: 1000 }, ip: { limit: 100_000 } } });
+  t = await startApp(duckRunner(conn), { now, rateRules: { magicIp: { limit: 1000 }, magicEmail: { limit: 1000 }, ip: { limit: 100_000 }, nonceIp: { limit: 100_000 }, verifyIp: { limit: 100_000 } } });
   smtp = new SMTPServer({
     authOptional: true,
     disabledCommands: ['AUTH', 'STARTTLS'],
     logger: false,
+    onRcptTo(address, _session, cb) {
+      if (address.address === 'bounce@example.com') return cb(Object.assign(new Error('no such mailbox'), { responseCode: 550 }));
+      cb();
+    },
     onData(stream, session, cb) {
       let body = '';
       stream.on('data', (c: Buffer) => (body += c.toString('utf8')));
@@ -83,6 +87,16 @@ afterAll(async () => {
   await new Promise<void>((r) => (smtp ? smtp.close(() => r()) : r()));
   closeMemoryVenue(conn, instance);
 });
+
+/** The newest link to `path` in mail captured for `to` (quoted-printable undone). */
+function mailedLink(to: string, path: string): string {
+  const mail = [...inbox].reverse().find((m) => m.to === to);
+  if (!mail) throw new Error(`no mail to ${to}`);
+  const text = mail.body.replace(/=\r?\n/g, '').replace(/=3D/g, '=');
+  const m = new RegExp(`(http://127\\.0\\.0\\.1:\\d+${path.replaceAll('/', '\\/')}\\?token=[A-Za-z0-9_%-]+)`).exec(text);
+  if (!m) throw new Error(`no ${path} link in the mail to ${to}`);
+  return m[1]!;
+}
 
 const json = (body: unknown, headers: Record<string, string> = {}) => ({ method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
 const cookieOf = (res: Response) => res.headers.getSetCookie().find((c) => c.startsWith('__Secure-service_sid='));
@@ -158,6 +172,10 @@ describe('wallet sign-in (SIWE)', () => {
       ['signature not hex', async () => ({ ...(await siweMessage(s)), signature: 'zz' }), 400, 'invalid_request'],
       ['empty custodian_session', async () => ({ ...(await siweMessage(s)), custodian_session: '' }), 400, 'invalid_request'],
       ['unknown body key', async () => ({ ...(await siweMessage(s)), extra: 1 }), 400, 'invalid_request'],
+      ['trailing text', async () => { const m = (await siweMessage(s)).message + '\nP.S. also approve this'; return { message: m, signature: await s.signMessage({ message: m }) }; }, 400, 'invalid_siwe_message'],
+      ['text before URI', async () => { const m = (await siweMessage(s)).message.replace('\nURI:', '\nhidden\nURI:'); return { message: m, signature: await s.signMessage({ message: m }) }; }, 400, 'invalid_siwe_message'],
+      ['lowercase address', async () => { const m = (await siweMessage(s)).message.replace(s.address, s.address.toLowerCase()); return { message: m, signature: await s.signMessage({ message: m }) }; }, 400, 'invalid_siwe_message'],
+      ['unparsable expiry', async () => { const m = (await siweMessage(s)).message.replace(/(Issued At: [^\n]+)/, '$1\nExpiration Time: 2020-01-01'); return { message: m, signature: await s.signMessage({ message: m }) }; }, 400, 'invalid_siwe_message'],
     ];
     for (const [name, make, status, code] of cases) {
       const body = await make();
@@ -209,12 +227,18 @@ describe('magic link', () => {
 
   it('redirects to / without next, and consumes a token once under concurrent callbacks', async () => {
     await start({ email: 'bob@example.com' });
-    const link = linkFor('bob@example.com');
+    const link = `${linkFor('bob@example.com')}&utm_source=newsletter`; // mail clients append tracking parameters
     const results = await Promise.all(Array.from({ length: 10 }, () => fetch(link, { redirect: 'manual' })));
     const won = results.filter((r) => r.status === 302);
     expect(won).toHaveLength(1);
     expect(won[0]!.headers.get('location')).toBe('/');
     for (const r of results.filter((x) => x.status !== 302)) await expectError(r, 400, 'invalid_token');
+  });
+
+  it('answers ok when the mail relay refuses the address (no 500, no probing)', async () => {
+    const res = await start({ email: 'bounce@example.com' });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ ok: true });
   });
 
   it('expires tokens after 15 minutes', async () => {
@@ -309,16 +333,44 @@ describe('the user record', () => {
     const patch = (body: unknown, sid = s.sid) => fetch(`${t.base}/v1/auth/me`, withSid(sid, { ...json(body), method: 'PATCH' }));
     const r1 = z.strictObject({ user: PatchedUser }).parse(await (await patch({ display_name: 'Ada', x_username: 'ada_l' })).json());
     expect(r1.user).toMatchObject({ display_name: 'Ada', x_username: 'ada_l', email: null });
-    const r2 = z.strictObject({ user: PatchedUser }).parse(await (await patch({ email: 'Ada@Example.com' })).json());
-    expect(r2.user).toMatchObject({ display_name: 'Ada', email: 'ada@example.com' });
     const r3 = z.strictObject({ user: PatchedUser }).parse(await (await patch({ display_name: null })).json());
-    expect(r3.user.display_name).toBeNull();
-    // another account cannot take that email
-    const other = await signIn();
-    await expectError(await patch({ email: 'ada@example.com' }, other.sid), 409, 'email_taken');
+    expect(r3.user).toMatchObject({ display_name: null, x_username: 'ada_l' });
     for (const bad of [{ display_name: 'x'.repeat(81) }, { x_username: 'x'.repeat(41) }, { email: 'nope' }, { email: `${'a'.repeat(250)}@x.io` }, { plan: 'desk' }, { display_name: 'a\u0007b' }])
       await expectError(await patch(bad), 400, 'invalid_request');
     await expectError(await fetch(`${t.base}/v1/auth/me`, { ...json({ display_name: 'x' }), method: 'PATCH' }), 401, 'auth_required');
+    // an API key reads the account but cannot change or delete it
+    const { key } = t.keyFor('free');
+    await expectError(await fetch(`${t.base}/v1/auth/me`, { ...json({ email: 'attacker@evil.example' }), method: 'PATCH', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` } }), 403, 'session_required');
+    await expectError(await fetch(`${t.base}/v1/auth/me`, { ...json({ confirm: true }), method: 'DELETE', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` } }), 403, 'session_required');
+  });
+
+  it('changes the email only when the link mailed to the new address is used', async () => {
+    const signer = privateKeyToAccount(generatePrivateKey());
+    const res = await verify(await siweMessage(signer, {}, mailApp), mailApp);
+    const sid = sidOf(res);
+    const patch = (body: unknown, who = sid) => fetch(`${mailApp.base}/v1/auth/me`, withSid(who, { ...json(body), method: 'PATCH' }));
+    expect(res.status).toBe(200);
+    const pres = await patch({ email: 'New@Example.com' });
+    const pbody = await pres.json();
+    expect(pres.status, JSON.stringify(pbody)).toBe(200);
+    const pending = z.strictObject({ user: PatchedUser }).parse(pbody);
+    expect(pending.user.email).toBeNull(); // not yet: the owner of the address must confirm
+    const link = mailedLink('new@example.com', '/v1/auth/email/confirm');
+    // a sign-in callback does not accept a confirmation token
+    await expectError(await fetch(link.replace('/email/confirm', '/magic/callback'), { redirect: 'manual' }), 400, 'invalid_token');
+    const ok = await fetch(link, { redirect: 'manual' });
+    expect(ok.status).toBe(302);
+    const me = z.strictObject({ user: UserRecord }).parse(await (await fetch(`${mailApp.base}/v1/auth/me`, withSid(sid))).json());
+    expect(me.user.email).toBe('new@example.com');
+    await expectError(await fetch(link, { redirect: 'manual' }), 400, 'invalid_token');
+    // another account asking for the same address learns nothing at PATCH time; its confirmation is a conflict
+    const other = sidOf(await verify(await siweMessage(privateKeyToAccount(generatePrivateKey()), {}, mailApp), mailApp));
+    expect((await patch({ email: 'new@example.com' }, other)).status).toBe(200);
+    const link2 = mailedLink('new@example.com', '/v1/auth/email/confirm');
+    expect(link2).not.toBe(link);
+    await expectError(await fetch(link2, { redirect: 'manual' }), 409, 'email_taken');
+    // removing the email needs no confirmation
+    expect((await (await patch({ email: null })).json() as { user: { email: unknown } }).user.email).toBeNull();
   });
 
   it('DELETE with confirm: true anonymizes irreversibly and kills sessions and keys', async () => {
@@ -337,6 +389,14 @@ describe('the user record', () => {
     expect(row.deleted_at).not.toBeNull();
     const back = await signIn(signer);
     expect(back.body.user_id).not.toBe(s.body.user_id);
+    // an email account's outstanding sign-in link dies with the account
+    await fetch(`${mailApp.base}/v1/auth/magic/start`, json({ email: 'leaving@example.com' }));
+    const first = mailedLink('leaving@example.com', '/v1/auth/magic/callback');
+    const leaving = sidOf(await fetch(first, { redirect: 'manual' }));
+    await fetch(`${mailApp.base}/v1/auth/magic/start`, json({ email: 'leaving@example.com' }));
+    const outstanding = mailedLink('leaving@example.com', '/v1/auth/magic/callback');
+    expect((await fetch(`${mailApp.base}/v1/auth/me`, withSid(leaving, { ...json({ confirm: true }), method: 'DELETE' }))).status).toBe(200);
+    await expectError(await fetch(outstanding, { redirect: 'manual' }), 400, 'invalid_token');
   });
 });
 
@@ -396,6 +456,26 @@ describe('API keys and plans', () => {
     while ((await t.rates.peek(`key-month:${userId}`, month.start)) < plan.requests_per_month) await t.rates.hit(`key-month:${userId}`, month.start, month.end);
     advance(60_000);
     await expectError(await fetch(`${t.base}/v1/account/plan`, auth), 429, 'quota_exceeded');
+  });
+
+  it('counts the per-minute rate per user, not per key', async () => {
+    advance(60_000 - (clock.getTime() % 60_000));
+    const s = await signIn();
+    const keys: string[] = [];
+    for (let i = 0; i < 2; i++) keys.push(((await (await fetch(`${t.base}/v1/api-keys`, withSid(s.sid, json({ label: `k${i}` })))).json()) as { key: string }).key);
+    const statuses: number[] = [];
+    for (let i = 0; i <= PLANS.free.requests_per_minute; i++) statuses.push((await fetch(`${t.base}/v1/account/plan`, { headers: { authorization: `Bearer ${keys[i % 2]}` } })).status);
+    expect(statuses.filter((x) => x === 200)).toHaveLength(PLANS.free.requests_per_minute);
+    expect(statuses.at(-1)).toBe(429);
+  });
+
+  it('answers wrong keys with 401 until the IP has failed too often, then 429', async () => {
+    advance(60_000 - (clock.getTime() % 60_000));
+    const codes: number[] = [];
+    for (let i = 0; i < 61; i++) codes.push((await fetch(`${t.base}/v1/account/plan`, { headers: { authorization: `Bearer pk_live_${'q'.repeat(26)}` } })).status);
+    expect(codes.slice(0, 60).every((c) => c === 401)).toBe(true);
+    expect(codes[60]).toBe(429);
+    advance(60_000);
   });
 
   it('sends a Pro user the paid plan and features', async () => {
