@@ -4,6 +4,8 @@
  */
 export class TtlCache<V> {
   private readonly entries = new Map<string, { value: V; expires: number }>();
+  /** computations under way: concurrent misses on one key share one computation */
+  private readonly pending = new Map<string, Promise<V>>();
 
   constructor(
     readonly ttlMs: number,
@@ -33,9 +35,17 @@ export class TtlCache<V> {
   async getOrCompute(key: string, compute: () => Promise<V>): Promise<{ value: V; hit: boolean }> {
     const hit = this.get(key);
     if (hit !== undefined) return { value: hit, hit: true };
-    const value = await compute();
-    this.set(key, value);
-    return { value, hit: false };
+    const running = this.pending.get(key);
+    if (running) return { value: await running, hit: true };
+    const p = compute();
+    this.pending.set(key, p);
+    try {
+      const value = await p;
+      this.set(key, value);
+      return { value, hit: false };
+    } finally {
+      this.pending.delete(key);
+    }
   }
 
   clear(): void {

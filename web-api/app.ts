@@ -148,7 +148,7 @@ export function createApp(deps: AppDeps): Express {
   });
 
   // the public namespace: no credential, its own per-IP limit
-  app.use('/v1/public', limiter.perIp('publicIp'), publicRouter({ db: deps.db, now: venueNow, tidKey: deps.tidKey, directory: deps.accounts }));
+  app.use('/v1/public', limiter.perIp('publicIp'), publicRouter({ db: deps.db, now: venueNow, wallNow: now, tidKey: deps.tidKey, directory: deps.accounts }));
 
   // everything below may carry a credential; /v1/auth/* also serves anonymous callers
   app.use('/v1', authenticate(authDeps));

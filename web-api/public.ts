@@ -54,6 +54,7 @@ import {
 import type { QueryRunner } from '../core/query.ts';
 import { TOP_ROI_RULE } from '../core/trader.ts';
 import type { AccountDirectory } from './directory.ts';
+import { TtlCache } from '../core/ttl-cache.ts';
 import { ApiError } from './errors.ts';
 
 export interface PublicDeps {
@@ -62,6 +63,10 @@ export interface PublicDeps {
   /** the secret behind opaque trader ids (traderTid), at least 16 bytes */
   tidKey: string | Uint8Array;
   directory: AccountDirectory;
+  /** keep heavy public answers server-side for their max-age (default true) */
+  serverCache?: boolean;
+  /** wall clock for the server-side cache (default Date.now) */
+  wallNow?: () => Date;
 }
 
 /** Cache-Control max-age per route, seconds (docs/api-public.md). */
@@ -92,10 +97,21 @@ function mapCoreError(err: unknown): unknown {
 
 type Handler = (req: Request, res: Response) => Promise<unknown>;
 /** GET handler: the JSON body with the route's Cache-Control; core errors mapped. */
-function get(seconds: number, f: Handler): RequestHandler {
+/**
+ * A public GET: validated and computed by `f`, sent with Cache-Control max-age. With `cache`, the body is also kept
+ * server-side for the same time under the exact URL (concurrent misses share one computation), so anonymous
+ * traffic cannot make the service recompute heavy answers (top-ROI, pulse, boards) per request. Routes that show
+ * account state (trader teaser, referrer, founding) are not cached server-side: a claim shows at once.
+ */
+function get(seconds: number, f: Handler, cache?: TtlCache<unknown>): RequestHandler {
   return async (req: Request, res: Response, next: NextFunction) => {
     try {
-      const body = await f(req, res);
+      let body: unknown;
+      if (cache) {
+        const r = await cache.getOrCompute(`${seconds}:${req.baseUrl}${req.url}`, () => Promise.resolve(f(req, res)));
+        res.setHeader('X-Cache', r.hit ? 'hit' : 'miss');
+        body = r.value;
+      } else body = await f(req, res);
       res.setHeader('Cache-Control', `public, max-age=${seconds}`);
       res.json(body);
     } catch (err) {
@@ -113,6 +129,14 @@ export function publicRouter(deps: PublicDeps): Router {
   // build the tid map in the background so the first lookup of an unseen tid does not pay for it
   tids.syncMap(deps.db).catch(() => {});
   const claims = (addresses: readonly string[]) => deps.directory.claimsFor(addresses);
+  // one cache for every server-cached route: an entry lives as long as its route's max-age (the key carries it)
+  const caches = new Map<number, TtlCache<unknown>>();
+  const cached = (seconds: number) => {
+    if (deps.serverCache === false) return undefined;
+    let c = caches.get(seconds);
+    if (!c) caches.set(seconds, (c = new TtlCache<unknown>(seconds * 1000, () => (deps.wallNow ?? (() => new Date()))().getTime(), 2000)));
+    return c;
+  };
 
   router.use((_req, res, next) => {
     res.setHeader('Access-Control-Allow-Origin', '*');
@@ -126,7 +150,7 @@ export function publicRouter(deps: PublicDeps): Router {
       const slug = SlugParam.parse(param(req, 'slug'));
       NoQuery.parse(req.query);
       return publicEvent(deps.db, slug, deps.now());
-    }),
+    }, cached(PUBLIC_CACHE_SECONDS.event)),
   );
 
   router.get(
@@ -143,7 +167,7 @@ export function publicRouter(deps: PublicDeps): Router {
       const id = MarketIdParam.parse(param(req, 'id'));
       NoQuery.parse(req.query);
       return publicMarketTeaser(deps.db, id, deps.now());
-    }),
+    }, cached(PUBLIC_CACHE_SECONDS.market)),
   );
 
   router.get(
@@ -160,7 +184,7 @@ export function publicRouter(deps: PublicDeps): Router {
     get(PUBLIC_CACHE_SECONDS.topRoi, async (req) => {
       const q = PublicTopRoiQuery.parse(req.query);
       return publicTopRoi(deps.db, deps.now(), q, tids);
-    }),
+    }, cached(PUBLIC_CACHE_SECONDS.topRoi)),
   );
 
   router.get(
@@ -168,7 +192,7 @@ export function publicRouter(deps: PublicDeps): Router {
     get(PUBLIC_CACHE_SECONDS.topEvents, async (req) => {
       const q = TopEventsQuery.parse(req.query);
       return publicTopEvents(deps.db, deps.now(), q.limit);
-    }),
+    }, cached(PUBLIC_CACHE_SECONDS.topEvents)),
   );
 
   router.get(
@@ -176,7 +200,7 @@ export function publicRouter(deps: PublicDeps): Router {
     get(PUBLIC_CACHE_SECONDS.search, async (req) => {
       const q = SearchQuery.parse(req.query);
       return publicSearch(deps.db, q.q, q.limit, deps.now(), tids, claims);
-    }),
+    }, cached(PUBLIC_CACHE_SECONDS.search)),
   );
 
   router.get(
@@ -184,7 +208,7 @@ export function publicRouter(deps: PublicDeps): Router {
     get(PUBLIC_CACHE_SECONDS.leaderboard, async (req) => {
       const q = LeaderboardQuery.parse(req.query);
       return publicLeaderboard(deps.db, deps.now(), q.limit, tids);
-    }),
+    }, cached(PUBLIC_CACHE_SECONDS.leaderboard)),
   );
 
   router.get(
@@ -192,7 +216,7 @@ export function publicRouter(deps: PublicDeps): Router {
     get(PUBLIC_CACHE_SECONDS.pulse, async (req) => {
       NoQuery.parse(req.query);
       return publicPulse(deps.db, deps.now());
-    }),
+    }, cached(PUBLIC_CACHE_SECONDS.pulse)),
   );
 
   router.get(

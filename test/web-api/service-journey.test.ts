@@ -38,6 +38,11 @@ const get = (path: string, headers: Record<string, string> = {}) => fetch(`${t.b
 it('walks from anonymous visitor to paying API user', async () => {
   // anonymous: public pages work, the rest asks for a credential
   expect((await get('/v1/public/leaderboard')).status).toBe(200);
+  // heavy public answers are kept server-side for their max-age: the second request is a cache hit
+  const roi1 = await get('/v1/public/trades/top-roi?limit=3');
+  const roi2 = await get('/v1/public/trades/top-roi?limit=3');
+  expect([roi1.headers.get('x-cache'), roi2.headers.get('x-cache')]).toEqual(['miss', 'hit']);
+  expect(await roi2.json()).toEqual(await roi1.json());
   const before = (await (await get(`/v1/public/trader/${proxy}`)).json()) as { display: { claimed: boolean } };
   expect(before.display.claimed).toBe(false);
   expect((await get('/v1/rankings/presets')).status).toBe(401);
