@@ -7,6 +7,8 @@ export interface OpenOptions {
   threads?: number;
   memoryLimit?: string;
   tempDirectory?: string;
+  /** open the file read-only (other read-only processes may share it) */
+  readOnly?: boolean;
 }
 
 export async function openDuckDB(opts: OpenOptions): Promise<{ instance: DuckDBInstance; conn: DuckDBConnection }> {
@@ -14,6 +16,7 @@ export async function openDuckDB(opts: OpenOptions): Promise<{ instance: DuckDBI
   if (opts.threads) config.threads = String(opts.threads);
   if (opts.memoryLimit) config.memory_limit = opts.memoryLimit;
   if (opts.tempDirectory) config.temp_directory = opts.tempDirectory;
+  if (opts.readOnly) config.access_mode = 'READ_ONLY';
   const instance = await DuckDBInstance.create(opts.path, config);
   const conn = await instance.connect();
   return { instance, conn };
