@@ -52,6 +52,11 @@ export interface AppDeps {
   tidKey: string | Uint8Array;
   /** tighter or looser limits than RULES (tests, operators) */
   rateRules?: RuleOverrides;
+  /**
+   * other surfaces served on this app (the x402 gateway at /v1/agent/* and /x402/info, MCP at /mcp): mounted
+   * before the credential gate, behind their own per-IP limit, sharing the error object
+   */
+  mounts?: { path: string; router: express.RequestHandler }[];
   /** express "trust proxy" (TRUST_PROXY): set when a reverse proxy forwards X-Forwarded-For */
   trustProxy?: string | number | boolean;
 }
@@ -150,13 +155,16 @@ export function createApp(deps: AppDeps): Express {
   // the public namespace: no credential, its own per-IP limit
   app.use('/v1/public', limiter.perIp('publicIp'), publicRouter({ db: deps.db, now: venueNow, wallNow: now, tidKey: deps.tidKey, directory: deps.accounts }));
 
+  for (const m of deps.mounts ?? []) app.use(m.path, limiter.perIp('agentIp'), m.router);
+
   // everything below may carry a credential; /v1/auth/* also serves anonymous callers
   app.use('/v1', authenticate(authDeps));
   app.use('/v1/auth', limiter.apiTraffic(), authRouter(authDeps));
   // from here on a session or an API key is required
   const traffic = limiter.apiTraffic();
   app.use('/v1', (req, res, next) => {
-    if (req.path.startsWith('/public/')) return next(); // an unknown public route: the 404 below, not a 401
+    // an unknown public or agent route: the 404 below, not a 401
+    if (req.path.startsWith('/public/') || req.path.startsWith('/agent/')) return next();
     requireAuth(res);
     return traffic(req, res, next);
   });

@@ -26,6 +26,8 @@ export const RULES = {
   magicIp: { name: 'magic-ip', limit: 10, span: 15 * 60_000 },
   magicEmail: { name: 'magic-email', limit: 3, span: 15 * 60_000 },
   keyMint: { name: 'key-mint', limit: 5, span: 3600_000 },
+  /** surfaces mounted beside the REST API (x402 gateway, MCP), per IP: paid calls are charged, this only caps floods */
+  agentIp: { name: 'agent-ip', limit: 600, span: 60_000 },
   /** requests with a wrong key or malformed Authorization, per IP */
   authFailIp: { name: 'auth-fail-ip', limit: 60, span: 60_000 },
 } as const satisfies Record<string, LimitRule>;
