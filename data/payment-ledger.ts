@@ -4,13 +4,14 @@
  * (settlement failed: nothing was charged). The authorization nonce is the key, so a replayed or concurrent
  * duplicate payment finds it taken and is refused before the handler runs.
  *
+ * A settlement whose outcome the facilitator could not report (a timeout) is marked uncertain and never reused.
  * A reservation left behind by a crash (status reserved) is never reused: its authorization may or may not have
  * been settled on chain. `expireStale` marks reservations whose authorization window has closed as expired (they
  * can no longer settle), which is what an operator needs to reconcile.
  */
 import Database from 'better-sqlite3';
 
-export type PaymentStatus = 'reserved' | 'settled' | 'released' | 'failed' | 'expired';
+export type PaymentStatus = 'reserved' | 'settled' | 'released' | 'failed' | 'uncertain' | 'expired';
 
 export interface PaymentRow {
   payment_key: string;
@@ -113,6 +114,16 @@ export class PaymentLedger {
   fail(key: string, receipt: unknown, error: string, nowMs: number): void {
     this.db
       .prepare(`UPDATE x402_payments SET status = 'failed', receipt_json = ?, error = ?, updated_at = ? WHERE payment_key = ? AND status = 'reserved'`)
+      .run(JSON.stringify(receipt), error.slice(0, 500), iso(nowMs), key);
+  }
+
+  /**
+   * The facilitator could not say whether the settlement landed (timeout, transport error): the authorization is
+   * never reused, and the row waits for reconciliation against the chain.
+   */
+  markUncertain(key: string, receipt: unknown, error: string, nowMs: number): void {
+    this.db
+      .prepare(`UPDATE x402_payments SET status = 'uncertain', receipt_json = ?, error = ?, updated_at = ? WHERE payment_key = ? AND status = 'reserved'`)
       .run(JSON.stringify(receipt), error.slice(0, 500), iso(nowMs), key);
   }
 

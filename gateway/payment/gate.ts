@@ -58,6 +58,9 @@ export function encodeReceipt(r: SettleReceipt): string {
   return Buffer.from(JSON.stringify(r), 'utf8').toString('base64');
 }
 
+/** Settlement failures that do not prove the transfer did not happen. */
+const UNKNOWN_OUTCOME = /facilitator_unavailable|unexpected_settle_error|settlement error/;
+
 /** Seconds of clock slack on the authorization's validBefore (a request must have time to be settled). */
 const SETTLE_MARGIN_S = 6;
 
@@ -145,9 +148,13 @@ export class PaymentGate {
       receipt = { success: false, transaction: '', network: p.network, payer: a.from, errorReason: `settlement error: ${(e as Error).message}` };
     }
     if (!receipt.success) {
-      this.opts.ledger.fail(held.key, receipt, receipt.errorReason ?? 'settlement failed', nowMs());
+      // a facilitator that could not answer may still have settled: such an authorization is never reused
+      const unknownOutcome = !receipt.errorReason || UNKNOWN_OUTCOME.test(receipt.errorReason);
+      if (unknownOutcome) this.opts.ledger.markUncertain(held.key, receipt, receipt.errorReason ?? 'settlement outcome unknown', nowMs());
+      else this.opts.ledger.fail(held.key, receipt, receipt.errorReason ?? 'settlement failed', nowMs());
       this.opts.log?.(`x402 settlement failed for ${id} (${a.from}): ${receipt.errorReason ?? 'unknown'}`);
-      return { ...this.required(req, `settlement failed: ${receipt.errorReason ?? 'unknown'}; nothing was charged`, receipt), encoding };
+      const why = unknownOutcome ? 'the settlement outcome is unknown; this authorization will not be accepted again' : 'nothing was charged';
+      return { ...this.required(req, `settlement failed: ${receipt.errorReason ?? 'unknown'}; ${why}`, receipt), encoding };
     }
     this.opts.ledger.settle(held.key, receipt, nowMs());
     return { kind: 'paid', value, receipt, encoding };
