@@ -25,6 +25,9 @@ import { RedisRateStore, SqliteRateStore, type RateStore } from './data/rate-lim
 import { mailerFromEnv } from './web-api/mail.ts';
 import { ResolutionFeed } from './data/resolution-feed.ts';
 import { startResolutionFeedSync, startSnapshotSchedule } from './jobs/snapshot-schedule.ts';
+import { startGateway } from './gateway/index.ts';
+import { TOOL_PRICES } from './gateway/payment/pricing.ts';
+import { mcpRouter } from './mcp/server.ts';
 
 const Env = z.object({
   DATA_DIR: z.string().default('var'),
@@ -46,6 +49,12 @@ const Env = z.object({
     .string()
     .optional()
     .transform((v) => (v === undefined ? undefined : /^\d+$/.test(v) ? Number(v) : v === 'true' ? true : v === 'false' ? false : v)),
+  /** the agent tier: local = anvil + test USDC + local facilitator (offline development); remote = a v1 facilitator */
+  X402_MODE: z.enum(['local', 'remote', 'off']).default('local'),
+  X402_FACILITATOR_URL: z.url().optional(),
+  X402_NETWORK: z.string().optional(),
+  X402_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/).optional(),
+  X402_ASSET: z.string().regex(/^0x[0-9a-fA-F]{40}$/).optional(),
   /** secret keying the public namespace's opaque trader ids; default: a random key kept in <venue dir>/tid.key */
   TID_KEY: z.string().min(16).optional(),
 });
@@ -137,7 +146,36 @@ if (env.LIVE_TAIL === 'on') {
   const tidKey = env.TID_KEY ?? readFileSync(tidKeyPath, 'utf8').trim();
   // The HTTP API reads on its own connection (the live tail writes on the main one).
   const apiDb = duckRunner(await instance.connect());
+  const gateway =
+    env.X402_MODE === 'off'
+      ? undefined
+      : await startGateway({
+          mode: env.X402_MODE,
+          facilitatorUrl: env.X402_FACILITATOR_URL,
+          network: env.X402_NETWORK,
+          payTo: env.X402_PAY_TO,
+          asset: env.X402_ASSET,
+          ledgerPath: servicePath,
+          db: apiDb,
+          now: venueNow,
+          origin: () => new URL(origin).origin,
+          snapshots,
+          tidKey,
+          log: (m) => console.log(`  ${m}`),
+        });
+  const originUrl = new URL(origin);
+  const mcp = mcpRouter({
+    db: apiDb,
+    now: venueNow,
+    tidKey,
+    prices: TOOL_PRICES,
+    accounts,
+    payments: gateway?.gate.forTools(),
+    allowedHosts: [...new Set([originUrl.hostname, 'localhost', '127.0.0.1', '[::1]'])],
+    resourceUrl: (k) => `${originUrl.origin}/mcp#tool=${k}`,
+  });
   const api = createApp({
+    mounts: [...(gateway?.mounts ?? []), { path: '/mcp', router: mcp }],
     db: apiDb,
     snapshots,
     accounts,
@@ -149,7 +187,11 @@ if (env.LIVE_TAIL === 'on') {
     auth: { origin: new URL(origin).origin, chainIds: env.SIWE_CHAIN_IDS.split(',').map(Number), rpcUrl: env.SIWE_RPC_URL },
     trustProxy: env.TRUST_PROXY,
   });
-  const server = api.listen(env.PORT, env.HOST, () => console.log(`API: ${origin}/v1/openapi.json  (try ${origin}/v1/public/leaderboard)`));
+  const server = api.listen(env.PORT, env.HOST, () => {
+    console.log(`API: ${origin}/v1/openapi.json  (try ${origin}/v1/public/leaderboard)`);
+    if (gateway) console.log(`Agent tier (x402): ${origin}/x402/info   MCP (Streamable HTTP): ${origin}/mcp`);
+    if (gateway?.demoPayer) console.log(`  local chain ${gateway.chain!.rpcUrl}: demo payer ${gateway.demoPayer.address} holds 10 test USDC (private key ${gateway.demoPayer.privateKey})`);
+  });
   tail = await LiveTail.start(conn, venueOpts, { ratePerSecond: env.LIVE_TAIL_RATE, speed: env.LIVE_TAIL_SPEED });
   console.log(`Live tail: ~${env.LIVE_TAIL_RATE} taker fills/s (speed x${env.LIVE_TAIL_SPEED}); Ctrl-C to stop.`);
   const schedule = startSnapshotSchedule({ instance, store: snapshots, now: venueNow, log: (m) => console.log(`  ${m}`) });
@@ -167,6 +209,7 @@ if (env.LIVE_TAIL === 'on') {
     // a snapshot in progress may take a minute: give the jobs a few seconds, then go (stores are transactional)
     await Promise.race([Promise.all([schedule.stop(), feedSync.stop()]), new Promise((r) => setTimeout(r, 5000))]);
     await tail!.stop();
+    await gateway?.stop();
     snapshots.close();
     accounts.close();
     resolutionFeed.close();

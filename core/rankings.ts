@@ -647,6 +647,8 @@ export async function presetRanking(db: QueryRunner, slug: string, overridesInpu
 }
 
 /** A custom ranking: the whole pipeline at request time over a_rank_base. */
+let customBoardSeq = 0;
+
 export async function customRanking(db: QueryRunner, input: RankingConfigInput, now: Date, verdictOf: VerdictOf = copyFitnessVerdict): Promise<RankingResponse> {
   const t0 = performance.now();
   const parsed = RankingConfig.safeParse(input);
@@ -655,14 +657,16 @@ export async function customRanking(db: QueryRunner, input: RankingConfigInput, 
   const meta = await buildMeta(db);
   // a custom board scores only the metrics it weighs, shows or sorts by (presets store every metric)
   const needed = [...new Set([...breakdownIdsFor(cfg), ...(cfg.sort_by === 'composite' ? [] : [cfg.sort_by])])];
-  await db.run(`CREATE OR REPLACE TEMP TABLE custom_board AS ${boardSql(cfg, meta.as_of, 'a_rank_base', needed)}`);
+  // one temp table per call: concurrent custom rankings on one connection must not share (and drop) a board
+  const table = `custom_board_${++customBoardSeq}`;
+  await db.run(`CREATE OR REPLACE TEMP TABLE ${table} AS ${boardSql(cfg, meta.as_of, 'a_rank_base', needed)}`);
   try {
-    const board = await db.all<Record<string, unknown>>(`SELECT * FROM custom_board ORDER BY rank LIMIT ${cfg.limit} OFFSET ${cfg.offset}`);
-    const e = await explainCounts(db, cfg, meta.as_of, 'custom_board');
+    const board = await db.all<Record<string, unknown>>(`SELECT * FROM ${table} ORDER BY rank LIMIT ${cfg.limit} OFFSET ${cfg.offset}`);
+    const e = await explainCounts(db, cfg, meta.as_of, table);
     const rows = await assembleRows(db, board, breakdownIdsFor(cfg), verdictOf);
     return response(cfg, rows, e, meta.as_of, now, t0);
   } finally {
-    await db.run(`DROP TABLE IF EXISTS custom_board`);
+    await db.run(`DROP TABLE IF EXISTS ${table}`);
   }
 }
 

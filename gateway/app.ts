@@ -13,6 +13,7 @@ import { marketFlow, marketIdByConditionId, MarketFlowQuery } from '../core/mark
 import { publicLeaderboard, TidIndex } from '../core/public.ts';
 import type { AsOf, QueryRunner } from '../core/query.ts';
 import { customRanking, parseExtraMetrics, presetBySlug, presetRanking, PresetOverrides, RankingConfig, RankingError } from '../core/rankings.ts';
+import { smartMoneySignals, SmartMoneySignalsQuery, type SmartMoneySignalsQueryInput } from '../core/signals.ts';
 import { resolveTrader, traderPlaybook, traderPositions, TraderPositionsQuery } from '../core/trader.ts';
 import type { SnapshotStore } from '../data/snapshot-store.ts';
 import { GatewayError } from './errors.ts';
@@ -202,6 +203,27 @@ export function gatewayRouters(deps: GatewayDeps): { agent: Router; info: Router
         const rows = await Promise.all(board.rows.map(async (row) => ({ ...row, proxy_wallet: await tids.resolve(deps.db, row.tid) })));
         return { ...board, rows };
       };
+    }),
+  );
+
+  const SignalsQuery = z.strictObject({
+    since_hours: z.coerce.number().int().optional(),
+    limit: z.coerce.number().int().optional(),
+    tags: z.string().max(200).optional(),
+    signal_types: z.string().max(100).optional(),
+    condition_id: z.string().max(66).optional(),
+    cursor: z.string().max(2000).optional(),
+  });
+  const list = (s: string | undefined) => (s === undefined ? undefined : s.split(',').map((x) => x.trim()).filter(Boolean));
+  r.get(
+    '/signals/smart-money',
+    paid('signals.smart_money', async (req) => {
+      const q = SignalsQuery.parse(req.query);
+      const input = Object.fromEntries(
+        Object.entries({ sinceHours: q.since_hours, limit: q.limit, tags: list(q.tags), signalTypes: list(q.signal_types), conditionId: q.condition_id, cursor: q.cursor }).filter(([, x]) => x !== undefined),
+      ) as SmartMoneySignalsQueryInput;
+      SmartMoneySignalsQuery.parse(input); // a bad parameter is a free 400, not a paid error
+      return async () => smartMoneySignals(deps.db, asOf(), input);
     }),
   );
 

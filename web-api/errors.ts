@@ -9,6 +9,7 @@ import { ZodError } from 'zod';
 import { MarketError } from '../core/market.ts';
 import { PublicError } from '../core/public.ts';
 import { RankingError } from '../core/rankings.ts';
+import { SignalError } from '../core/signals.ts';
 
 export interface ErrorBody {
   error: string;
@@ -70,6 +71,7 @@ function mapError(err: unknown): { status: number; body: Omit<ErrorBody, 'trace_
         return { status: 503, body: { error: 'analytics_missing', message: err.message } };
     }
   }
+  if (err instanceof SignalError) return { status: 503, body: { error: 'analytics_missing', message: err.message } };
   if (err instanceof PublicError || err instanceof MarketError) {
     if (err.code === 'not_found') return { status: 404, body: { error: 'not_found', message: err.message } };
     return { status: 503, body: { error: 'analytics_missing', message: err.message } };

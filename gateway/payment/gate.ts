@@ -113,6 +113,11 @@ export class PaymentGate {
     return null;
   }
 
+  /** The gate as the MCP server's ToolPayments: a tool's price key `k` is priced as `mcp.k`. */
+  forTools(): { run<T>(priceKey: string, resource: string, payment: unknown, compute: () => Promise<T>): Promise<PaidOutcome<T>> } {
+    return { run: (priceKey, resource, payment, compute) => this.run(`mcp.${priceKey}`, resource, payment, compute) };
+  }
+
   /**
    * Run `compute` as a paid call of `id`. `payment` is the X-PAYMENT header value or an MCP payment object (or
    * undefined). The outcome says what to answer; `encoding` tells the caller to add deprecation headers.

@@ -67,7 +67,8 @@ export const AGENT_ROUTES: readonly PricedRoute[] = [
 
 /** MCP tools that keyless agents pay for (same prices as their REST counterparts where there is one). */
 export const TOOL_PRICES: Readonly<Record<string, string>> = {
-  rank_traders: '0.02',
+  rank_traders: '0.01',
+  'rank_traders.custom': '0.05',
   get_trader: '0.01',
   get_trader_positions: '0.005',
   get_market: '0.005',

@@ -234,6 +234,21 @@ describe('custom rankings', () => {
     expect(custom.rows[0]!.verdict).toEqual(preset.rows[0]!.verdict);
   });
 
+  it('concurrent custom rankings on one connection each get their own board', async () => {
+    const db = duckRunner(v.conn);
+    const configs = [
+      { weights: { realized_pnl: 1 }, limit: 10 },
+      { weights: { volume: 1 }, limit: 10 },
+      { weights: { calibration: 0.5, alpha_24h: 0.5 }, limit: 10 },
+      { weights: { trade_count: 1 }, limit: 10 },
+    ];
+    const sequential = [];
+    for (const c of configs) sequential.push(await customRanking(db, c, NOW));
+    const concurrent = await Promise.all(configs.map((c) => customRanking(db, c, NOW)));
+    const shape = (r: Awaited<ReturnType<typeof customRanking>>) => r.rows.map((x) => [x.rank, x.proxy_wallet, x.composite_score]);
+    expect(concurrent.map(shape)).toEqual(sequential.map(shape));
+  });
+
   it('strict validation with clear errors', async () => {
     const bad = [
       { weights: {} },

@@ -149,6 +149,7 @@ describe('x402 gateway', () => {
       ['/v1/agent/rankings/custom', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ weights: { calibration: 0.7, alpha_24h: 0.3 }, limit: 5 }) }, 'rankings.custom'],
       ['/v1/agent/rankings/preset/sharp-forecasters?limit=3&extra_metrics=volume', {}, 'rankings.preset'],
       ['/v1/agent/leaderboard?limit=5', {}, 'leaderboard'],
+      ['/v1/agent/signals/smart-money?since_hours=168&limit=5&signal_types=large_buy,exit', {}, 'signals.smart_money'],
     ];
     calls.push(['/v1/agent/rankings/published/top-pnl', {}, 'rankings.published']);
     let spent = 0n;
@@ -297,5 +298,7 @@ describe('x402 gateway', () => {
     const bad = await fetch(`${t.base}/v1/agent/rankings/custom`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ weights: { nope: 1 } }) });
     expect(bad.status).toBe(400);
     await free('/v1/agent/nothing', 404, 'not_found');
+    await free('/v1/agent/signals/smart-money?since_hours=999', 400, 'invalid_request');
+    await free('/v1/agent/signals/smart-money?tags=lucky', 400, 'invalid_request');
   });
 });
