@@ -1,5 +1,5 @@
 /**
- * A real local EVM chain for x402 work offline: anvil (the binary shipped in the `@foundry-rs/anvil` npm package)
+ * A real local EVM chain for x402 work offline: anvil (the binary from the `@foundry-rs/anvil` project, installed as its Linux x64 package `@foundry-rs/anvil-linux-amd64`: the registry here carries only that platform)
  * on a free loopback port, with TestUSDC.sol (6 decimals, EIP-3009, EIP-712 domain {"USDC", "2"}) compiled by the
  * `solc` npm package and deployed with viem.
  *
