@@ -28,6 +28,10 @@ import { startResolutionFeedSync, startSnapshotSchedule } from './jobs/snapshot-
 import { startGateway } from './gateway/index.ts';
 import { TOOL_PRICES } from './gateway/payment/pricing.ts';
 import { mcpRouter } from './mcp/server.ts';
+import { WebhookStore } from './data/webhook-store.ts';
+import { publishFill, publishResolution, VenueLookup, WebhookService } from './jobs/webhooks/service.ts';
+import { PushStore } from './data/push-store.ts';
+import { PushService } from './jobs/push.ts';
 
 const Env = z.object({
   DATA_DIR: z.string().default('var'),
@@ -55,6 +59,8 @@ const Env = z.object({
   X402_NETWORK: z.string().optional(),
   X402_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/).optional(),
   X402_ASSET: z.string().regex(/^0x[0-9a-fA-F]{40}$/).optional(),
+  /** contact push services see in VAPID tokens (mailto: or https:) */
+  VAPID_SUBJECT: z.string().regex(/^(mailto:|https:)/).default('mailto:ops@localhost'),
   /** secret keying the public namespace's opaque trader ids; default: a random key kept in <venue dir>/tid.key */
   TID_KEY: z.string().min(16).optional(),
 });
@@ -174,7 +180,15 @@ if (env.LIVE_TAIL === 'on') {
     allowedHosts: [...new Set([originUrl.hostname, 'localhost', '127.0.0.1', '[::1]'])],
     resourceUrl: (k) => `${originUrl.origin}/mcp#tool=${k}`,
   });
+  const webhookStore = new WebhookStore(servicePath);
+  const webhooks = new WebhookService({ store: webhookStore, planOf: (u) => accounts.user(u)?.plan ?? null, log: (m) => console.log(`  ${m}`) });
+  const pushStore = new PushStore(servicePath);
+  const push = new PushService({ store: pushStore, subject: env.VAPID_SUBJECT });
+  const venueLookup = new VenueLookup(apiDb);
+  await venueLookup.load();
   const api = createApp({
+    webhooks,
+    push,
     mounts: [...(gateway?.mounts ?? []), { path: '/mcp', router: mcp }],
     db: apiDb,
     snapshots,
@@ -193,6 +207,15 @@ if (env.LIVE_TAIL === 'on') {
     if (gateway?.demoPayer) console.log(`  local chain ${gateway.chain!.rpcUrl}: demo payer ${gateway.demoPayer.address} holds 10 test USDC (private key ${gateway.demoPayer.privateKey})`);
   });
   tail = await LiveTail.start(conn, venueOpts, { ratePerSecond: env.LIVE_TAIL_RATE, speed: env.LIVE_TAIL_SPEED });
+  // event producers: every taker fill (trader.fill, and signal.smart_money when it qualifies) and every resolution,
+  // in order, into the durable outbox; the worker delivers
+  let producing: Promise<void> = Promise.resolve();
+  const produce = (f: () => Promise<void>) => {
+    producing = producing.then(f).catch((e) => console.error('  webhooks: producer failed:', (e as Error).message));
+  };
+  tail.on('fill', (f) => produce(() => publishFill(webhooks, venueLookup, f)));
+  tail.on('resolution', (r) => produce(() => publishResolution(webhooks, venueLookup, r)));
+  webhooks.worker.start();
   console.log(`Live tail: ~${env.LIVE_TAIL_RATE} taker fills/s (speed x${env.LIVE_TAIL_SPEED}); Ctrl-C to stop.`);
   const schedule = startSnapshotSchedule({ instance, store: snapshots, now: venueNow, log: (m) => console.log(`  ${m}`) });
   const feedSync = startResolutionFeedSync({ db: apiDb, feed: resolutionFeed, log: (m) => console.log(`  ${m}`) });
@@ -209,6 +232,10 @@ if (env.LIVE_TAIL === 'on') {
     // a snapshot in progress may take a minute: give the jobs a few seconds, then go (stores are transactional)
     await Promise.race([Promise.all([schedule.stop(), feedSync.stop()]), new Promise((r) => setTimeout(r, 5000))]);
     await tail!.stop();
+    await producing;
+    await webhooks.worker.stop();
+    webhookStore.close();
+    pushStore.close();
     await gateway?.stop();
     snapshots.close();
     accounts.close();

@@ -32,6 +32,7 @@ import { RateLimiter, type RuleOverrides } from './rate-limits.ts';
 import { publicRouter } from './public.ts';
 import { resolutionsRouter } from './resolutions.ts';
 import { traderRouter } from './traders.ts';
+import { type PushApi, type WebhookApi, webhookRouter } from './webhooks.ts';
 
 export interface AppDeps {
   db: QueryRunner;
@@ -40,6 +41,10 @@ export interface AppDeps {
   auth: AuthConfig;
   mailer?: Mailer;
   snapshots?: SnapshotStore;
+  /** the webhook service (jobs/webhooks); without it /v1/webhooks is not served */
+  webhooks?: WebhookApi;
+  /** browser push (jobs/push.ts); served with the webhook routes */
+  push?: PushApi;
   /** the resolutions pull feed's log; without it GET /v1/resolutions is not served */
   resolutionFeed?: ResolutionFeed;
   /** wall clock: sessions, nonces, rate windows, caches */
@@ -170,6 +175,7 @@ export function createApp(deps: AppDeps): Express {
   });
   app.use('/v1', accountRouter(authDeps));
   app.use('/v1/trader', traderRouter({ db: deps.db, now: venueNow }));
+  if (deps.webhooks) app.use('/v1', webhookRouter(deps.webhooks, deps.push));
   if (deps.resolutionFeed) app.use('/v1/resolutions', resolutionsRouter({ db: deps.db, feed: deps.resolutionFeed, now: venueNow }));
 
   app.get('/v1/rankings/presets', (_req, res) => {

@@ -1,0 +1,305 @@
+/**
+ * Webhooks as one service: subscriptions (store + in-memory match index kept in step), the producers that turn
+ * venue events into envelopes and enqueue them for every matching subscription (within the owner's monthly
+ * quota), and the delivery worker. The REST routes (web-api/webhooks.ts) reach it through the WebhookApi shape;
+ * main.ts composes it.
+ *
+ * Events: trader.fill (every taker fill of the live tail), signal.smart_money (a tagged wallet's fill of 5,000 USD
+ * or more: core/signals.ts signalFromFill), market.resolved (every resolution, with the spec's data fields) and
+ * service.test (POST /v1/webhooks/{id}/test).
+ */
+import { getAddress } from 'viem';
+import { PLANS, type PlanId } from '../../core/plans.ts';
+import type { QueryRunner } from '../../core/query.ts';
+import { signalFromFill } from '../../core/signals.ts';
+import { EventTypes, FilterJson, SubscriptionIndex, type EventType } from '../../core/webhook-filters.ts';
+import { shortId, type SubscriptionRow, type WebhookStore } from '../../data/webhook-store.ts';
+import { newSigningSecret } from './signing.ts';
+import { parseTarget, pinnedPost, resolveTarget, type Allowlist, type PinnedPostOptions } from './ssrf.ts';
+import { DeliveryWorker, type Send } from './worker.ts';
+
+/** An error the REST layer maps to the error object (status, code). */
+export class WebhookError extends Error {
+  readonly expose = true;
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly reason?: string,
+  ) {
+    super(message);
+    this.name = 'WebhookError';
+  }
+}
+
+/** The spec's webhook subscription fields, exactly. */
+export interface SubscriptionView {
+  id: string;
+  target_url: string;
+  event_types: string[];
+  filter_json: Record<string, unknown>;
+  active: boolean;
+  created_at: string;
+}
+
+export const view = (s: SubscriptionRow): SubscriptionView => ({
+  id: s.id,
+  target_url: s.target_url,
+  event_types: s.event_types,
+  filter_json: s.filter_json,
+  active: s.active,
+  created_at: s.created_at,
+});
+
+export interface WebhookServiceDeps {
+  store: WebhookStore;
+  /** the subscriber's current plan (quota and subscription count) */
+  planOf: (userId: string) => PlanId | null;
+  now?: () => Date;
+  /** test-only: host:port targets allowed despite not being public (a loopback receiver) */
+  allowlist?: Allowlist;
+  /** test-only: extra CA for a self-signed receiver */
+  ca?: PinnedPostOptions['ca'];
+  lookup?: PinnedPostOptions['lookup'];
+  /** replaces the HTTPS sender (tests inject failures through a real receiver instead) */
+  send?: Send;
+  log?: (msg: string) => void;
+}
+
+export interface TestDelivery {
+  event_id: string;
+  delivered: boolean;
+  http_status: number | null;
+  attempts: number;
+  error: string | null;
+  /** when the next retry is due, if the test delivery failed */
+  next_attempt_at: string | null;
+}
+
+export class WebhookService {
+  readonly index = new SubscriptionIndex();
+  readonly worker: DeliveryWorker;
+  private readonly owner = new Map<string, string>();
+  private readonly now: () => Date;
+
+  constructor(private readonly deps: WebhookServiceDeps) {
+    this.now = deps.now ?? (() => new Date());
+    const send: Send =
+      deps.send ??
+      ((url, body, headers) =>
+        pinnedPost(url, body, headers, { allowlist: deps.allowlist, ca: deps.ca, lookup: deps.lookup }).then((r) => ({ ok: r.ok, status: r.status || null, error: r.error })));
+    this.worker = new DeliveryWorker({ store: deps.store, send, now: this.now, log: deps.log });
+    for (const s of deps.store.all()) this.indexSub(s);
+  }
+
+  private indexSub(s: SubscriptionRow): void {
+    this.owner.set(s.id, s.user_id);
+    this.index.add({ id: s.id, event_types: s.event_types, filter: FilterJson.parse(s.filter_json), active: s.active });
+  }
+
+  private quota = (userId: string): number => {
+    const plan = this.deps.planOf(userId);
+    return plan ? PLANS[plan].webhook_events_per_month : 0;
+  };
+
+  /** SSRF guard at creation and update (and again at every send, inside pinnedPost). */
+  private async checkTarget(url: string): Promise<string> {
+    const t = parseTarget(url, { allowlist: this.deps.allowlist });
+    if (!t.ok) throw new WebhookError(400, 'invalid_target', 'the target URL is not allowed', t.reason);
+    const r = await resolveTarget(t.url.hostname, { port: Number(t.url.port || 443), allowlist: this.deps.allowlist, lookup: this.deps.lookup });
+    if (!r.ok) throw new WebhookError(400, 'invalid_target', 'the target URL does not resolve to a public address', r.reason);
+    return t.url.toString();
+  }
+
+  list(userId: string): SubscriptionView[] {
+    return this.deps.store.listFor(userId).map(view);
+  }
+
+  async create(userId: string, plan: PlanId, input: { target_url: string; event_types: string[]; filter_json?: Record<string, unknown>; active?: boolean }): Promise<{ subscription: SubscriptionView; secret: string }> {
+    const p = PLANS[plan];
+    if (p.webhook_events_per_month === 0) throw new WebhookError(403, 'plan_required', 'webhooks need a paid plan', `the ${p.name} plan includes 0 webhook events per month`);
+    if (this.deps.store.countFor(userId) >= p.webhook_subscriptions)
+      throw new WebhookError(409, 'subscription_limit', `the ${p.name} plan allows ${p.webhook_subscriptions} webhook subscriptions`, 'delete one or upgrade');
+    const event_types = EventTypes.parse(input.event_types);
+    const filter_json = FilterJson.parse(input.filter_json ?? {});
+    const target_url = await this.checkTarget(input.target_url);
+    const secret = newSigningSecret();
+    const row = this.deps.store.create({ user_id: userId, target_url, event_types, filter_json, active: input.active ?? true, secret }, this.now().getTime());
+    this.indexSub(row);
+    return { subscription: view(row), secret };
+  }
+
+  async update(userId: string, id: string, patch: { target_url?: string; event_types?: string[]; filter_json?: Record<string, unknown>; active?: boolean }): Promise<SubscriptionView> {
+    const cur = this.deps.store.get(id);
+    if (!cur || cur.user_id !== userId) throw new WebhookError(404, 'not_found', `no webhook subscription ${id} on your account`);
+    const next: Parameters<WebhookStore['update']>[2] = {};
+    if (patch.target_url !== undefined) next.target_url = await this.checkTarget(patch.target_url);
+    if (patch.event_types !== undefined) next.event_types = EventTypes.parse(patch.event_types);
+    if (patch.filter_json !== undefined) next.filter_json = FilterJson.parse(patch.filter_json);
+    if (patch.active !== undefined) next.active = patch.active;
+    const row = this.deps.store.update(id, userId, next, this.now().getTime())!;
+    this.indexSub(row);
+    return view(row);
+  }
+
+  remove(userId: string, id: string): boolean {
+    const ok = this.deps.store.delete(id, userId);
+    if (ok) {
+      this.index.remove(id);
+      this.owner.delete(id);
+    }
+    return ok;
+  }
+
+  /** Send a synthetic service.test now (it counts against the quota and retries like any delivery if it fails). */
+  async test(userId: string, id: string): Promise<TestDelivery> {
+    const sub = this.deps.store.get(id);
+    if (!sub || sub.user_id !== userId) throw new WebhookError(404, 'not_found', `no webhook subscription ${id} on your account`);
+    const eventId = shortId('evt');
+    const body = JSON.stringify({ type: 'service.test', emitted_at: this.now().toISOString(), data: { subscription_id: id, message: 'a test event sent on request' } });
+    const r = this.deps.store.enqueue({ id: eventId, type: 'service.test', body }, [{ id, user_id: userId }], this.quota, this.now().getTime());
+    if (!r.enqueued) throw new WebhookError(429, 'quota_exceeded', 'the monthly webhook event quota is used up', `${this.quota(userId)} events per month on your plan`);
+    await this.worker.runDue();
+    const d = this.deps.store.delivery(eventId, id)!;
+    return {
+      event_id: eventId,
+      delivered: d.status === 'delivered',
+      http_status: d.last_status,
+      attempts: d.attempts,
+      error: d.last_error,
+      next_attempt_at: d.status === 'pending' ? new Date(d.next_attempt_ms).toISOString() : null,
+    };
+  }
+
+  /** Enqueue one event for every matching active subscription; returns the event id and how many were enqueued. */
+  publish(type: EventType, data: Record<string, unknown>, emittedAt: Date = this.now()): { event_id: string; enqueued: number; over_quota: number } {
+    const ids = this.index.match(type, data);
+    const eventId = shortId('evt');
+    if (!ids.length) return { event_id: eventId, enqueued: 0, over_quota: 0 };
+    const body = JSON.stringify({ type, emitted_at: emittedAt.toISOString(), data });
+    const subs = ids.map((id) => ({ id, user_id: this.owner.get(id)! }));
+    return { event_id: eventId, ...this.deps.store.enqueue({ id: eventId, type, body }, subs, this.quota, this.now().getTime()) };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Producers over the live tail
+// ---------------------------------------------------------------------------------------------------------------
+
+interface MarketInfo {
+  condition_id: string;
+  question_id: string;
+  title: string;
+  slug: string;
+  category: string;
+  yes_token_id: string;
+  no_token_id: string;
+}
+
+/** What the producers need from the venue: markets, wallet addresses and smart-money tags (cached, refreshed on a miss). */
+export class VenueLookup {
+  private markets = new Map<number, MarketInfo>();
+  private wallets = new Map<number, string>();
+  private tags = new Map<number, string[]>();
+
+  constructor(private readonly db: QueryRunner) {}
+
+  async load(): Promise<void> {
+    for (const m of await this.db.all<MarketInfo & { market_id: number }>(`SELECT market_id, condition_id, question_id, question AS title, slug, category, yes_token_id, no_token_id FROM markets`))
+      this.markets.set(Number(m.market_id), m);
+    for (const w of await this.db.all<{ wallet_id: number; address: string }>(`SELECT wallet_id, address FROM wallets`)) this.wallets.set(Number(w.wallet_id), w.address);
+    const hasMetrics = await this.db.all(`SELECT 1 FROM information_schema.tables WHERE table_name = 'a_wallet_metrics'`);
+    if (hasMetrics.length)
+      for (const t of await this.db.all<{ wallet_id: number; tags: string[] }>(`SELECT wallet_id, smart_money_tags AS tags FROM a_wallet_metrics WHERE len(smart_money_tags) > 0`))
+        this.tags.set(Number(t.wallet_id), [...t.tags]);
+  }
+
+  async market(id: number): Promise<MarketInfo | null> {
+    if (!this.markets.has(id)) {
+      const [m] = await this.db.all<MarketInfo>(`SELECT condition_id, question_id, question AS title, slug, category, yes_token_id, no_token_id FROM markets WHERE market_id = $1`, [id]);
+      if (m) this.markets.set(id, m);
+    }
+    return this.markets.get(id) ?? null;
+  }
+
+  async wallet(id: number): Promise<string | null> {
+    if (!this.wallets.has(id)) {
+      const [w] = await this.db.all<{ address: string }>(`SELECT address FROM wallets WHERE wallet_id = $1`, [id]);
+      if (w) this.wallets.set(id, w.address);
+    }
+    return this.wallets.get(id) ?? null;
+  }
+
+  tagsOf(id: number): string[] {
+    return this.tags.get(id) ?? [];
+  }
+}
+
+export interface TailFillEvent {
+  txHash: string;
+  logIndex: number;
+  ts: number;
+  marketId: number;
+  outcome: number;
+  takerId: number;
+  side: 'BUY' | 'SELL';
+  price: number;
+  sizeUsdc: number;
+  exchangeKind: string;
+}
+
+export interface TailResolutionEvent {
+  marketId: number;
+  winner: 'YES' | 'NO' | 'INVALID' | null;
+  winnerIndex: number;
+  resolvedAt: number;
+  txHash: string;
+}
+
+/** trader.fill (and, when it qualifies, signal.smart_money) for one taker fill. */
+export async function publishFill(svc: WebhookService, venue: VenueLookup, f: TailFillEvent): Promise<void> {
+  const [m, address] = await Promise.all([venue.market(f.marketId), venue.wallet(f.takerId)]);
+  if (!address) return;
+  const trader = getAddress(address);
+  const emitted = new Date(f.ts * 1000);
+  svc.publish(
+    'trader.fill',
+    {
+      trader_proxy: trader,
+      ...(m ? { condition_id: m.condition_id } : {}),
+      size_usdc: f.sizeUsdc,
+      price: f.price,
+      token_id: m ? (f.outcome === 0 ? m.yes_token_id : m.no_token_id) : '',
+      taker_side: f.side.toLowerCase(),
+      exchange_version: '2',
+      exchange_kind: f.exchangeKind,
+      tx_hash: f.txHash,
+      log_index: String(f.logIndex),
+    },
+    emitted,
+  );
+  if (!m) return;
+  const signal = signalFromFill(
+    { trader_proxy: trader, condition_id: m.condition_id, title: m.title, outcome_side: f.outcome === 0 ? 'YES' : 'NO', taker_side: f.side, price: f.price, size_usdc: f.sizeUsdc, tx_hash: f.txHash },
+    venue.tagsOf(f.takerId),
+  );
+  if (signal) svc.publish('signal.smart_money', signal as unknown as Record<string, unknown>, emitted);
+}
+
+/** market.resolved with the spec's data fields. */
+export async function publishResolution(svc: WebhookService, venue: VenueLookup, r: TailResolutionEvent): Promise<void> {
+  const m = await venue.market(r.marketId);
+  svc.publish('market.resolved', {
+    condition_id: m?.condition_id ?? '',
+    question_id: m?.question_id ?? '',
+    title: m?.title ?? '',
+    slug: m?.slug ?? '',
+    category: m?.category ?? '',
+    market_kind: 'binary',
+    winner_outcome: r.winner,
+    winner_index: r.winnerIndex,
+    outcome_slot_count: 2,
+    resolved_time: new Date(r.resolvedAt * 1000).toISOString(),
+    tx_hash: r.txHash,
+  });
+}
