@@ -29,7 +29,8 @@ import { startGateway } from './gateway/index.ts';
 import { TOOL_PRICES } from './gateway/payment/pricing.ts';
 import { mcpRouter } from './mcp/server.ts';
 import { WebhookStore } from './data/webhook-store.ts';
-import { publishFill, publishResolution, VenueLookup, WebhookService } from './jobs/webhooks/service.ts';
+import { fillEvents, publishFillEvents, publishResolution, VenueLookup, WebhookService } from './jobs/webhooks/service.ts';
+import { FillStream } from './jobs/stream.ts';
 import { PushStore } from './data/push-store.ts';
 import { PushService } from './jobs/push.ts';
 
@@ -201,11 +202,20 @@ if (env.LIVE_TAIL === 'on') {
     auth: { origin: new URL(origin).origin, chainIds: env.SIWE_CHAIN_IDS.split(',').map(Number), rpcUrl: env.SIWE_RPC_URL },
     trustProxy: env.TRUST_PROXY,
   });
+  // the realtime fill stream (WebSocket at /v1/stream): Bearer key or session cookie; 3 connections on Free, 10 paid
+  const stream = new FillStream({
+    authenticate: (req) => {
+      const who = accounts.identify(req.headers.authorization, req.headers.cookie, Date.now());
+      return who ? { userId: who.user_id, maxConnections: who.plan === 'free' ? 3 : 10 } : null;
+    },
+  });
   const server = api.listen(env.PORT, env.HOST, () => {
     console.log(`API: ${origin}/v1/openapi.json  (try ${origin}/v1/public/leaderboard)`);
     if (gateway) console.log(`Agent tier (x402): ${origin}/x402/info   MCP (Streamable HTTP): ${origin}/mcp`);
+    console.log(`Realtime fills (WebSocket): ${origin.replace(/^http/, 'ws')}/v1/stream`);
     if (gateway?.demoPayer) console.log(`  local chain ${gateway.chain!.rpcUrl}: demo payer ${gateway.demoPayer.address} holds 10 test USDC (private key ${gateway.demoPayer.privateKey})`);
   });
+  stream.attach(server);
   tail = await LiveTail.start(conn, venueOpts, { ratePerSecond: env.LIVE_TAIL_RATE, speed: env.LIVE_TAIL_SPEED });
   // event producers: every taker fill (trader.fill, and signal.smart_money when it qualifies) and every resolution,
   // in order, into the durable outbox; the worker delivers
@@ -213,7 +223,14 @@ if (env.LIVE_TAIL === 'on') {
   const produce = (f: () => Promise<void>) => {
     producing = producing.then(f).catch((e) => console.error('  webhooks: producer failed:', (e as Error).message));
   };
-  tail.on('fill', (f) => produce(() => publishFill(webhooks, venueLookup, f)));
+  tail.on('fill', (f) =>
+    produce(async () => {
+      const ev = await fillEvents(venueLookup, f);
+      if (!ev) return;
+      publishFillEvents(webhooks, ev);
+      stream.publish(ev.fill, ev.emitted);
+    }),
+  );
   tail.on('resolution', (r) => produce(() => publishResolution(webhooks, venueLookup, r)));
   webhooks.worker.start();
   console.log(`Live tail: ~${env.LIVE_TAIL_RATE} taker fills/s (speed x${env.LIVE_TAIL_SPEED}); Ctrl-C to stop.`);
@@ -234,6 +251,7 @@ if (env.LIVE_TAIL === 'on') {
     await tail!.stop();
     await producing;
     await webhooks.worker.stop();
+    await stream.stop();
     webhookStore.close();
     pushStore.close();
     await gateway?.stop();

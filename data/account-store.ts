@@ -26,6 +26,19 @@ export const API_KEY_PREFIX = 'pk_live_';
 export const API_KEY_RE = /^pk_live_[a-z2-7]{26}$/;
 const DISPLAY_PREFIX_LEN = 12;
 
+/** The session cookie's name (the spec's). */
+export const SESSION_COOKIE = '__Secure-service_sid';
+
+/** A cookie's value from a Cookie header. */
+export function readCookie(header: string | undefined, name: string): string | undefined {
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const i = part.indexOf('=');
+    if (i > 0 && part.slice(0, i).trim() === name) return part.slice(i + 1).trim();
+  }
+  return undefined;
+}
+
 export const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 
 const B32 = 'abcdefghijklmnopqrstuvwxyz234567';
@@ -411,6 +424,18 @@ export class AccountStore implements AccountDirectory {
     if (!r) return null;
     if (r.last_used_ms === null || nowMs - r.last_used_ms >= TOUCH_EVERY_MS) this.db.prepare(`UPDATE api_keys SET last_used_ms = ? WHERE key_id = ?`).run(nowMs, r.key_id);
     return { key_id: r.key_id, user_id: r.user_id, plan: r.plan };
+  }
+
+  /** Who a request's headers identify (a Bearer key, else the session cookie), for surfaces outside the REST app. */
+  identify(authorization: string | undefined, cookieHeader: string | undefined, nowMs: number): { user_id: string; plan: PlanIdT } | null {
+    if (authorization !== undefined) {
+      const m = /^Bearer +(\S+) *$/i.exec(authorization);
+      const k = m ? this.authenticateKey(m[1]!, nowMs) : null;
+      return k ? { user_id: k.user_id, plan: k.plan } : null;
+    }
+    const token = readCookie(cookieHeader, SESSION_COOKIE);
+    const s = token && token.length <= 128 ? this.session(token, nowMs) : null;
+    return s ? { user_id: s.user_id, plan: s.plan } : null;
   }
 
   // -------------------------------------------------------------------------------------------------------------

@@ -16,13 +16,14 @@ import { generateSiweNonce, parseSiweMessage } from 'viem/siwe';
 import { z } from 'zod';
 import { PLANS } from '../core/plans.ts';
 import type { QueryRunner } from '../core/query.ts';
-import { AccountError, type AccountStore, MAGIC_TOKEN_TTL_MS, NONCE_TTL_MS, SESSION_ABSOLUTE_MS } from '../data/account-store.ts';
+import { AccountError, type AccountStore, readCookie, SESSION_COOKIE, MAGIC_TOKEN_TTL_MS, NONCE_TTL_MS, SESSION_ABSOLUTE_MS } from '../data/account-store.ts';
 import { ApiError } from './errors.ts';
 import { emailChangeMail, magicLinkMail, type Mailer, type OutgoingMail } from './mail.ts';
 import { principalFor, principalOf, requireAuth } from './principal.ts';
 import { clientIp, type RateLimiter } from './rate-limits.ts';
 
-export const SESSION_COOKIE = '__Secure-service_sid';
+export { SESSION_COOKIE };
+
 /** an issued-at further in the future than this is rejected (clock skew allowance) */
 export const SIWE_MAX_SKEW_MS = 60_000;
 
@@ -83,16 +84,6 @@ const KeyIdParam = z.string().regex(/^key_[a-z2-7]{16}$/, 'not a key id');
 // Cookies and authentication
 // ---------------------------------------------------------------------------------------------------------------
 
-function readCookie(req: Request, name: string): string | undefined {
-  const header = req.headers.cookie;
-  if (!header) return undefined;
-  for (const part of header.split(';')) {
-    const i = part.indexOf('=');
-    if (i > 0 && part.slice(0, i).trim() === name) return part.slice(i + 1).trim();
-  }
-  return undefined;
-}
-
 function setSessionCookie(res: Response, token: string): void {
   res.cookie(SESSION_COOKIE, token, { httpOnly: true, secure: true, sameSite: 'lax', path: '/', maxAge: SESSION_ABSOLUTE_MS });
 }
@@ -125,7 +116,7 @@ export function authenticate(deps: AuthDeps): RequestHandler {
       res.locals.principal = principalFor('api_key', k.user_id, k.plan, { keyId: k.key_id });
       return next();
     }
-    const token = readCookie(req, SESSION_COOKIE);
+    const token = readCookie(req.headers.cookie, SESSION_COOKIE);
     if (token) {
       const s = token.length <= 128 ? deps.store.session(token, nowMs) : null;
       if (!s) clearSessionCookie(res);

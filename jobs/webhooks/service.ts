@@ -256,34 +256,45 @@ export interface TailResolutionEvent {
   txHash: string;
 }
 
-/** trader.fill (and, when it qualifies, signal.smart_money) for one taker fill. */
-export async function publishFill(svc: WebhookService, venue: VenueLookup, f: TailFillEvent): Promise<void> {
+export interface FillEvents {
+  emitted: Date;
+  /** the trader.fill data (webhooks and the realtime stream) */
+  fill: Record<string, unknown>;
+  /** the signal.smart_money data, when the fill is one */
+  signal: Record<string, unknown> | null;
+}
+
+/** The events one taker fill makes: trader.fill always, signal.smart_money when it qualifies. Null for an unknown taker. */
+export async function fillEvents(venue: VenueLookup, f: TailFillEvent): Promise<FillEvents | null> {
   const [m, address] = await Promise.all([venue.market(f.marketId), venue.wallet(f.takerId)]);
-  if (!address) return;
+  if (!address) return null;
   const trader = getAddress(address);
   const emitted = new Date(f.ts * 1000);
-  svc.publish(
-    'trader.fill',
-    {
-      trader_proxy: trader,
-      ...(m ? { condition_id: m.condition_id } : {}),
-      size_usdc: f.sizeUsdc,
-      price: f.price,
-      token_id: m ? (f.outcome === 0 ? m.yes_token_id : m.no_token_id) : '',
-      taker_side: f.side.toLowerCase(),
-      exchange_version: '2',
-      exchange_kind: f.exchangeKind,
-      tx_hash: f.txHash,
-      log_index: String(f.logIndex),
-    },
-    emitted,
-  );
-  if (!m) return;
-  const signal = signalFromFill(
-    { trader_proxy: trader, condition_id: m.condition_id, title: m.title, outcome_side: f.outcome === 0 ? 'YES' : 'NO', taker_side: f.side, price: f.price, size_usdc: f.sizeUsdc, tx_hash: f.txHash },
-    venue.tagsOf(f.takerId),
-  );
-  if (signal) svc.publish('signal.smart_money', signal as unknown as Record<string, unknown>, emitted);
+  const fill = {
+    trader_proxy: trader,
+    ...(m ? { condition_id: m.condition_id } : {}),
+    size_usdc: f.sizeUsdc,
+    price: f.price,
+    token_id: m ? (f.outcome === 0 ? m.yes_token_id : m.no_token_id) : '',
+    taker_side: f.side.toLowerCase(),
+    exchange_version: '2',
+    exchange_kind: f.exchangeKind,
+    tx_hash: f.txHash,
+    log_index: String(f.logIndex),
+  };
+  const signal = m
+    ? signalFromFill(
+        { trader_proxy: trader, condition_id: m.condition_id, title: m.title, outcome_side: f.outcome === 0 ? 'YES' : 'NO', taker_side: f.side, price: f.price, size_usdc: f.sizeUsdc, tx_hash: f.txHash },
+        venue.tagsOf(f.takerId),
+      )
+    : null;
+  return { emitted, fill, signal: signal as Record<string, unknown> | null };
+}
+
+/** Publish a fill's events to the webhook subscriptions. */
+export function publishFillEvents(svc: WebhookService, ev: FillEvents): void {
+  svc.publish('trader.fill', ev.fill, ev.emitted);
+  if (ev.signal) svc.publish('signal.smart_money', ev.signal, ev.emitted);
 }
 
 /** market.resolved with the spec's data fields. */

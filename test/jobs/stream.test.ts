@@ -1,0 +1,139 @@
+/**
+ * The realtime fill stream over a real WebSocket on loopback: auth at the upgrade (key, revoked key, none), the
+ * per-user connection cap, the welcome, filters with the webhook semantics, live filter changes, bad messages,
+ * ping/pong, and per-connection ordering.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { AccountStore } from '../../data/account-store.ts';
+import { FillStream, STREAM_PATH } from '../../jobs/stream.ts';
+
+let dir: string;
+let accounts: AccountStore;
+let server: Server;
+let stream: FillStream;
+let url: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'stream-'));
+  accounts = new AccountStore(join(dir, 'service.sqlite'));
+  server = createServer((_req, res) => res.writeHead(404).end());
+  stream = new FillStream({
+    authenticate: (req) => {
+      const who = accounts.identify(req.headers.authorization, req.headers.cookie, Date.now());
+      return who ? { userId: who.user_id, maxConnections: 2 } : null;
+    },
+  });
+  stream.attach(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  url = `ws://127.0.0.1:${(server.address() as AddressInfo).port}${STREAM_PATH}`;
+});
+afterAll(async () => {
+  await stream.stop();
+  await new Promise((r) => server.close(r));
+  accounts.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const keyFor = (email: string) => {
+  const u = accounts.userForEmail(email, Date.now());
+  return { ...accounts.mintApiKey(u.user_id, 'stream', Date.now()), userId: u.user_id };
+};
+
+/** Open a connection; resolves with the socket and a queue of parsed messages (or the HTTP status it was refused with). */
+function connect(headers: Record<string, string>): Promise<{ ws: WebSocket; next: () => Promise<Record<string, unknown>> } | { status: number; body: string }> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(url, { headers });
+    const queue: Record<string, unknown>[] = [];
+    const waiters: ((m: Record<string, unknown>) => void)[] = [];
+    ws.on('message', (raw) => {
+      const m = JSON.parse(raw.toString()) as Record<string, unknown>;
+      const w = waiters.shift();
+      if (w) w(m);
+      else queue.push(m);
+    });
+    ws.on('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    ws.on('open', () =>
+      resolve({
+        ws,
+        next: () => (queue.length ? Promise.resolve(queue.shift()!) : new Promise((r) => waiters.push(r))),
+      }),
+    );
+  });
+}
+
+const fill = (trader: string, size: number, tx: string) => ({ trader_proxy: trader, condition_id: '0x' + 'ab'.repeat(32), size_usdc: size, price: 0.4, token_id: '1', taker_side: 'buy', exchange_version: '2', exchange_kind: 'ctf', tx_hash: tx, log_index: '0' });
+const A = '0x' + '1a'.repeat(20);
+const B = '0x' + '2b'.repeat(20);
+
+it('refuses the upgrade without a valid credential and beyond the connection cap', async () => {
+  expect(await connect({})).toMatchObject({ status: 401 });
+  const k = keyFor('revoked@example.com');
+  accounts.revokeApiKey(k.userId, k.info.id, Date.now());
+  const refused = await connect({ authorization: `Bearer ${k.key}` });
+  expect(refused).toMatchObject({ status: 401 });
+  expect(JSON.parse((refused as { body: string }).body)).toMatchObject({ error: 'auth_required' });
+  const capped = keyFor('capped@example.com');
+  const c1 = await connect({ authorization: `Bearer ${capped.key}` });
+  const c2 = await connect({ authorization: `Bearer ${capped.key}` });
+  expect(await connect({ authorization: `Bearer ${capped.key}` })).toMatchObject({ status: 429 });
+  for (const c of [c1, c2]) if ('ws' in c) c.ws.close();
+});
+
+it('streams the fills a filter matches, in order, and follows filter changes', async () => {
+  const k = keyFor('trader@example.com');
+  const c = await connect({ authorization: `Bearer ${k.key}` });
+  if (!('ws' in c)) throw new Error(`refused ${c.status}`);
+  const welcome = await c.next();
+  expect(welcome).toMatchObject({ type: 'welcome', filter: {}, heartbeat_seconds: 30 });
+  c.ws.send(JSON.stringify({ op: 'subscribe', filter: { trader_proxy: A.toUpperCase().replace('0X', '0x'), min_size_usdc: 100 } }));
+  expect(await c.next()).toMatchObject({ type: 'subscribed' });
+  const t0 = new Date();
+  stream.publish(fill(A, 99.99, '0x01'), t0); // under the size floor
+  stream.publish(fill(B, 500, '0x02'), t0); // another trader
+  stream.publish(fill(A, 100, '0x03'), t0);
+  stream.publish(fill(A, 7000, '0x04'), t0);
+  const m1 = await c.next();
+  const m2 = await c.next();
+  expect([m1, m2].map((m) => (m.data as { tx_hash: string }).tx_hash)).toEqual(['0x03', '0x04']);
+  expect(m1).toMatchObject({ type: 'trader.fill', emitted_at: t0.toISOString() });
+  expect((m2.seq as number) > (m1.seq as number)).toBe(true);
+  // a new filter replaces the old one
+  c.ws.send(JSON.stringify({ op: 'subscribe', filter: { trader_proxy: [B] } }));
+  expect(await c.next()).toMatchObject({ type: 'subscribed' });
+  stream.publish(fill(A, 7000, '0x05'), t0);
+  stream.publish(fill(B, 1, '0x06'), t0);
+  expect(((await c.next()).data as { tx_hash: string }).tx_hash).toBe('0x06');
+  // bad messages get an error and the connection stays
+  c.ws.send('not json');
+  expect(await c.next()).toMatchObject({ type: 'error', error: 'invalid_json' });
+  c.ws.send(JSON.stringify({ op: 'subscribe', filter: { min_size_usdc: -5 } }));
+  expect(await c.next()).toMatchObject({ type: 'error', error: 'invalid_request' });
+  c.ws.send(JSON.stringify({ op: 'dance' }));
+  expect(await c.next()).toMatchObject({ type: 'error', error: 'invalid_request' });
+  c.ws.send(JSON.stringify({ op: 'ping' }));
+  expect(await c.next()).toMatchObject({ type: 'pong' });
+  c.ws.close();
+  await new Promise((r) => setTimeout(r, 50));
+  expect(stream.connections).toBe(0);
+});
+
+it('authenticates browsers by the session cookie', async () => {
+  const u = accounts.userForEmail('browser@example.com', Date.now());
+  const s = accounts.createSession(u.user_id, 'magic', Date.now());
+  const c = await connect({ cookie: `__Secure-service_sid=${s.token}` });
+  expect('ws' in c).toBe(true);
+  if ('ws' in c) {
+    expect(await c.next()).toMatchObject({ type: 'welcome' });
+    c.ws.close();
+  }
+});
