@@ -69,6 +69,8 @@ const toSub = (r: RawSub): SubscriptionRow => ({
 
 export class WebhookStore {
   readonly db: Database.Database;
+  private readonly usedStmt: Database.Statement;
+  private readonly bumpStmt: Database.Statement;
 
   constructor(path: string) {
     this.db = new Database(path);
@@ -87,7 +89,11 @@ export class WebhookStore {
         last_status INTEGER, last_error TEXT, created_ms INTEGER NOT NULL, delivered_ms INTEGER, month TEXT NOT NULL,
         UNIQUE (event_id, subscription_id));
       CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries(status, next_attempt_ms);
-      CREATE INDEX IF NOT EXISTS webhook_deliveries_quota ON webhook_deliveries(user_id, month);`);
+      CREATE INDEX IF NOT EXISTS webhook_deliveries_quota ON webhook_deliveries(user_id, month);
+      CREATE TABLE IF NOT EXISTS webhook_usage (
+        user_id TEXT NOT NULL, month TEXT NOT NULL, used INTEGER NOT NULL, PRIMARY KEY (user_id, month)) WITHOUT ROWID;`);
+    this.usedStmt = this.db.prepare(`SELECT used FROM webhook_usage WHERE user_id = ? AND month = ?`);
+    this.bumpStmt = this.db.prepare(`INSERT INTO webhook_usage (user_id, month, used) VALUES (?, ?, ?) ON CONFLICT (user_id, month) DO UPDATE SET used = used + excluded.used`);
   }
 
   close(): void {
@@ -150,9 +156,14 @@ export class WebhookStore {
   // Outbox
   // ------------------------------------------------------------------------------------------------------------
 
-  /** Deliveries enqueued for a user in a calendar month (YYYY-MM), i.e. quota used. */
+  /** Deliveries enqueued for a user in a calendar month (YYYY-MM), i.e. quota used (a counter kept with the outbox). */
   used(userId: string, month: string): number {
-    return (this.db.prepare(`SELECT count(*) AS n FROM webhook_deliveries WHERE user_id = ? AND month = ? AND status != 'dropped'`).get(userId, month) as { n: number }).n;
+    return (this.usedStmt.get(userId, month) as { used: number } | undefined)?.used ?? 0;
+  }
+
+  /** Count deliveries against a user's month (also for deliveries written outside enqueue, e.g. imports). */
+  addUsage(userId: string, month: string, n: number): void {
+    this.bumpStmt.run(userId, month, n);
   }
 
   /**
@@ -181,6 +192,10 @@ export class WebhookStore {
           enqueued++;
           usedNow.set(s.user_id, used + 1);
         }
+      }
+      for (const [user, n] of usedNow) {
+        const before = this.used(user, month);
+        if (n > before) this.bumpStmt.run(user, month, n - before);
       }
       return { enqueued, over_quota: over };
     }).immediate();

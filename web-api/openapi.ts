@@ -7,6 +7,7 @@ import { METRIC_IDS, PRESETS, RankingConfig, RankingResponse, ROW_CAP } from '..
 import { publicOpenApiPaths, publicOpenApiSchemas } from './public.ts';
 import { resolutionsOpenApiPaths, resolutionsOpenApiSchemas } from './resolutions.ts';
 import { traderOpenApiPaths, traderOpenApiSchemas } from './traders.ts';
+import { CreateWebhookBody, PushSubscribeBody, UpdateWebhookBody } from './webhooks.ts';
 import { DeleteMeBody, MagicStartBody, MintKeyBody, PatchMeBody, SiweVerifyBody } from './auth.ts';
 
 const schema = (s: z.ZodType, io: 'input' | 'output' = 'output') => {
@@ -55,6 +56,33 @@ const ApiKeySchema = {
 };
 const ok = { type: 'object', required: ['ok'], properties: { ok: { const: true } } };
 
+const SubscriptionSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'target_url', 'event_types', 'filter_json', 'active', 'created_at'],
+  properties: { id: { type: 'string' }, target_url: { type: 'string' }, event_types: { type: 'array', items: { type: 'string' } }, filter_json: { type: 'object' }, active: { type: 'boolean' }, created_at: { type: 'string' } },
+};
+
+/** Webhook management and browser push (web-api/webhooks.ts; docs/webhooks.md). */
+function webhookPaths(): Record<string, unknown> {
+  const id = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
+  const sub = json('subscription', { $ref: '#/components/schemas/WebhookSubscription' });
+  return {
+    '/v1/webhooks': {
+      get: { summary: 'Your webhook subscriptions', responses: { '200': json('rows', { type: 'object', required: ['rows'], properties: { rows: { type: 'array', items: { $ref: '#/components/schemas/WebhookSubscription' } } } }), ...errors(401, 429, 500) } },
+      post: { summary: 'Create a subscription (https, SSRF-guarded; paid plans); the signing secret is returned once', requestBody: body(CreateWebhookBody), responses: { '201': json('created', { allOf: [{ $ref: '#/components/schemas/WebhookSubscription' }, { type: 'object', required: ['secret'], properties: { secret: { type: 'string' } } }] }), ...errors(400, 401, 403, 409, 429, 500) } },
+    },
+    '/v1/webhooks/{id}': {
+      put: { summary: 'Update URL, event types, filter_json or the active flag', parameters: [id], requestBody: body(UpdateWebhookBody), responses: { '200': sub, ...errors(400, 401, 404, 429, 500) } },
+      delete: { summary: 'Delete a subscription', parameters: [id], responses: { '200': json('deleted', { type: 'object', properties: { deleted: { const: true }, id: { type: 'string' } } }), ...errors(401, 404, 429, 500) } },
+    },
+    '/v1/webhooks/{id}/test': { post: { summary: 'Send a synthetic service.test now', parameters: [id], responses: { '200': json('delivery', { type: 'object', required: ['event_id', 'delivered', 'http_status', 'attempts'] }), ...errors(401, 404, 429, 500) } } },
+    '/v1/push/vapid-public-key': { get: { summary: 'The VAPID application server key', responses: { '200': json('key', { type: 'object', required: ['public_key'], properties: { public_key: { type: 'string' } } }), ...errors(401, 429, 500) } } },
+    '/v1/push/subscribe': { post: { summary: "Register a browser's push subscription", requestBody: body(PushSubscribeBody), responses: { '200': json('ok', ok), ...errors(400, 401, 429, 500) } } },
+    '/v1/push/test': { post: { summary: 'Send a test notification to your subscriptions', responses: { '200': json('result', { type: 'object', properties: { sent: { type: 'integer' }, failed: { type: 'integer' }, removed: { type: 'integer' } } }), ...errors(401, 429, 500) } } },
+  };
+}
+
 /** Sign-in, the user record, API keys and the plan (web-api/auth.ts). */
 function accountPaths(): Record<string, unknown> {
   return {
@@ -98,6 +126,7 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
     security: [{ bearer: [] }, { session: [] }],
     paths: {
       ...accountPaths(),
+      ...webhookPaths(),
       ...publicOpenApiPaths(),
       ...traderOpenApiPaths(),
       ...resolutionsOpenApiPaths(),
@@ -158,6 +187,7 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
         UserRecord: UserRecordSchema,
         PatchedUser: PatchedUserSchema,
         ApiKey: ApiKeySchema,
+        WebhookSubscription: SubscriptionSchema,
         ...publicOpenApiSchemas(),
         ...traderOpenApiSchemas(),
         ...resolutionsOpenApiSchemas(),

@@ -9,6 +9,10 @@ import type { QueryRunner } from '../../core/query.ts';
 import { AccountStore } from '../../data/account-store.ts';
 import { SqliteRateStore, type RateStore } from '../../data/rate-limit.ts';
 import { ResolutionFeed } from '../../data/resolution-feed.ts';
+import { PushStore } from '../../data/push-store.ts';
+import { WebhookStore } from '../../data/webhook-store.ts';
+import { PushService } from '../../jobs/push.ts';
+import { WebhookService } from '../../jobs/webhooks/service.ts';
 import { createApp, type AppDeps } from '../../web-api/app.ts';
 import type { AuthConfig } from '../../web-api/auth.ts';
 
@@ -32,7 +36,12 @@ export async function startApp(db: QueryRunner, opts: Partial<Omit<AppDeps, 'db'
   // the origin is only known after listen; the app reads the config object lazily, so fill it in then
   const auth: AuthConfig = { ...opts.auth, origin: '' };
   const resolutionFeed = new ResolutionFeed(join(dir, 'service.sqlite'));
-  const app = createApp({ resolutionFeed, tidKey: 'test-tid-key-0123456789abcdef', ...opts, db, accounts, rates, auth });
+  // the real webhook and push services on the same file unless a test brings its own
+  const webhookStore = new WebhookStore(join(dir, 'service.sqlite'));
+  const pushStore = new PushStore(join(dir, 'service.sqlite'));
+  const webhooks = new WebhookService({ store: webhookStore, planOf: (u) => accounts.user(u)?.plan ?? null });
+  const push = new PushService({ store: pushStore, subject: 'mailto:test@example.com' });
+  const app = createApp({ resolutionFeed, tidKey: 'test-tid-key-0123456789abcdef', webhooks, push, ...opts, db, accounts, rates, auth });
   const server: Server = app.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -52,6 +61,9 @@ export async function startApp(db: QueryRunner, opts: Partial<Omit<AppDeps, 'db'
       await new Promise((r) => server.close(r));
       accounts.close();
       resolutionFeed.close();
+      await webhooks.worker.stop();
+      webhookStore.close();
+      pushStore.close();
       await rates.close();
       await rm(dir, { recursive: true, force: true });
     },

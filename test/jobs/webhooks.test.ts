@@ -208,11 +208,14 @@ describe('delivery', () => {
     const fill = store.db.prepare(`INSERT INTO webhook_deliveries (event_id, subscription_id, user_id, type, body, next_attempt_ms, status, created_ms, month) VALUES (?, ?, ?, 'x', '{}', 0, 'delivered', 0, ?)`);
     store.db.transaction(() => {
       for (let i = used; i < PLANS.pro.webhook_events_per_month - 1; i++) fill.run(`evt_fill_${i}`, created.id, proUser, month);
+      store.addUsage(proUser, month, PLANS.pro.webhook_events_per_month - 1 - used);
     })();
+    expect(store.used(proUser, month)).toBe(PLANS.pro.webhook_events_per_month - 1);
     expect(svc.publish('signal.smart_money', { signal_type: 'large_buy', size_usdc: 6000 }).enqueued).toBe(1);
     expect(svc.publish('signal.smart_money', { signal_type: 'large_buy', size_usdc: 6000 })).toMatchObject({ enqueued: 0, over_quota: 1 });
     await api('DELETE', `/v1/webhooks/${created.id}`, proKey);
     store.db.prepare(`DELETE FROM webhook_deliveries WHERE event_id LIKE 'evt_fill_%'`).run();
+    store.addUsage(proUser, month, -(PLANS.pro.webhook_events_per_month - used));
   });
 
   it('loses no event across thousands while the receiver fails 30% of the time and the worker process is killed mid-run', async () => {
@@ -229,7 +232,7 @@ describe('delivery', () => {
     crashStore.close();
     // a seeded 30% failure rate, decided per request
     let seed = 42;
-    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rnd = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32;
     received.length = 0;
     answer = () => (rnd() < 0.3 ? 503 : 200);
     const caFile = join(dir, 'ca.pem');
