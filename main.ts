@@ -27,6 +27,7 @@ import { ResolutionFeed } from './data/resolution-feed.ts';
 import { startResolutionFeedSync, startSnapshotSchedule } from './jobs/snapshot-schedule.ts';
 import { startGateway } from './gateway/index.ts';
 import { TOOL_PRICES } from './gateway/payment/pricing.ts';
+import { TidIndex } from './core/public.ts';
 import { mcpRouter } from './mcp/server.ts';
 import { WebhookStore } from './data/webhook-store.ts';
 import { fillEvents, publishFillEvents, publishResolution, VenueLookup, WebhookService } from './jobs/webhooks/service.ts';
@@ -151,6 +152,8 @@ if (env.LIVE_TAIL === 'on') {
   const tidKeyPath = join(root, 'tid.key');
   if (!env.TID_KEY && !existsSync(tidKeyPath)) writeFileSync(tidKeyPath, randomBytes(32).toString('hex'), { mode: 0o600 });
   const tidKey = env.TID_KEY ?? readFileSync(tidKeyPath, 'utf8').trim();
+  // one tid index for the process: the public routes, the agent gateway and MCP resolve the same opaque ids
+  const tids = new TidIndex(tidKey);
   // The HTTP API reads on its own connection (the live tail writes on the main one).
   const apiDb = duckRunner(await instance.connect());
   const gateway =
@@ -168,13 +171,14 @@ if (env.LIVE_TAIL === 'on') {
           origin: () => new URL(origin).origin,
           snapshots,
           tidKey,
+          tids,
           log: (m) => console.log(`  ${m}`),
         });
   const originUrl = new URL(origin);
   const mcp = mcpRouter({
     db: apiDb,
     now: venueNow,
-    tidKey,
+    tids,
     prices: TOOL_PRICES,
     accounts,
     payments: gateway?.gate.forTools(),
@@ -198,6 +202,7 @@ if (env.LIVE_TAIL === 'on') {
     resolutionFeed,
     venueNow,
     tidKey,
+    tids,
     mailer: mailerFromEnv(process.env),
     auth: { origin: new URL(origin).origin, chainIds: env.SIWE_CHAIN_IDS.split(',').map(Number), rpcUrl: env.SIWE_RPC_URL },
     trustProxy: env.TRUST_PROXY,

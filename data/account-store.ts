@@ -7,7 +7,8 @@
  * (even from two processes on the same file) can never both succeed.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openSqlite } from './sqlite.ts';
 import { PlanId, type PlanId as PlanIdT } from '../core/plans.ts';
 import type { AccountDirectory, FoundingStatus, ProxyClaim } from '../web-api/directory.ts';
 
@@ -117,11 +118,7 @@ export class AccountStore implements AccountDirectory {
   readonly db: Database.Database;
 
   constructor(path: string) {
-    this.db = new Database(path);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
-    this.db.pragma('busy_timeout = 5000');
-    this.db.pragma('foreign_keys = ON');
+    this.db = openSqlite(path, { foreignKeys: true });
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS users (
         user_id TEXT PRIMARY KEY, eoa TEXT UNIQUE, email TEXT UNIQUE, display_name TEXT, x_username TEXT,

@@ -9,7 +9,8 @@
  * been settled on chain. `expireStale` marks reservations whose authorization window has closed as expired (they
  * can no longer settle), which is what an operator needs to reconcile.
  */
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openSqlite } from './sqlite.ts';
 
 export type PaymentStatus = 'reserved' | 'settled' | 'released' | 'failed' | 'uncertain' | 'expired';
 
@@ -55,11 +56,8 @@ export class PaymentLedger {
   readonly db: Database.Database;
 
   constructor(path: string) {
-    this.db = new Database(path);
-    this.db.pragma('journal_mode = WAL');
     // a payment is money: the ledger syncs fully at every commit
-    this.db.pragma('synchronous = FULL');
-    this.db.pragma('busy_timeout = 5000');
+    this.db = openSqlite(path, { synchronous: 'FULL' });
     this.db.exec(`CREATE TABLE IF NOT EXISTS x402_payments (
       payment_key TEXT PRIMARY KEY, route TEXT NOT NULL, resource TEXT NOT NULL, network TEXT NOT NULL, asset TEXT NOT NULL,
       payer TEXT NOT NULL, pay_to TEXT NOT NULL, amount TEXT NOT NULL, nonce TEXT NOT NULL, valid_before INTEGER NOT NULL,

@@ -2,7 +2,8 @@
  * Browser push subscriptions and the service's VAPID key pair (SQLite). The key pair is generated once, on first
  * use, and kept: every subscription a browser made is bound to the public key it was given.
  */
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openSqlite } from './sqlite.ts';
 
 export interface PushSubscriptionRow {
   user_id: string;
@@ -16,10 +17,7 @@ export class PushStore {
   readonly db: Database.Database;
 
   constructor(path: string) {
-    this.db = new Database(path);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
-    this.db.pragma('busy_timeout = 5000');
+    this.db = openSqlite(path);
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS push_subscriptions (
         endpoint TEXT PRIMARY KEY, user_id TEXT NOT NULL, p256dh TEXT NOT NULL, auth TEXT NOT NULL, created_at TEXT NOT NULL);

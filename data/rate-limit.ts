@@ -6,7 +6,8 @@
  * check is `count <= limit`. Windows are aligned (per minute, per calendar month), which makes every instance agree
  * on them without coordination.
  */
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openSqlite } from './sqlite.ts';
 import type { Redis } from 'ioredis';
 
 export interface RateStore {
@@ -24,10 +25,7 @@ export class SqliteRateStore implements RateStore {
   private hits = 0;
 
   constructor(path: string) {
-    this.db = new Database(path);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
-    this.db.pragma('busy_timeout = 5000');
+    this.db = openSqlite(path);
     this.db.exec(`CREATE TABLE IF NOT EXISTS rate_counters (
       key TEXT NOT NULL, window_start INTEGER NOT NULL, window_end INTEGER NOT NULL, count INTEGER NOT NULL,
       PRIMARY KEY (key, window_start)) WITHOUT ROWID`);

@@ -17,7 +17,8 @@
  * another (or a recreated) feed is refused instead of silently skipping rows.
  */
 import { randomBytes } from 'node:crypto';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openSqlite } from './sqlite.ts';
 import type { QueryRunner } from '../core/query.ts';
 
 /** One resolution as the feed serves it: the spec's market.resolved data fields plus the feed's own. */
@@ -88,10 +89,8 @@ export class ResolutionFeed {
 
   constructor(path: string, opts: { now?: () => Date } = {}) {
     this.now = opts.now ?? (() => new Date());
-    this.db = new Database(path);
-    this.db.pragma('journal_mode = WAL');
     // the feed is authoritative: a committed seq must survive a power cut, or a receiver's cursor could point past it
-    this.db.pragma('synchronous = FULL');
+    this.db = openSqlite(path, { synchronous: 'FULL' });
     this.db.exec(`CREATE TABLE IF NOT EXISTS resolution_feed_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS resolution_feed (
         seq INTEGER PRIMARY KEY AUTOINCREMENT,

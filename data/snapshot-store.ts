@@ -5,7 +5,8 @@
  * before).
  */
 import { createHash } from 'node:crypto';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openSqlite } from './sqlite.ts';
 import type { SnapshotRow } from '../core/rankings.ts';
 
 export interface StoredSnapshot {
@@ -27,9 +28,7 @@ export class SnapshotStore {
   readonly db: Database.Database;
 
   constructor(path: string) {
-    this.db = new Database(path);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
+    this.db = openSqlite(path);
     this.db.exec(`CREATE TABLE IF NOT EXISTS preset_snapshots (
         preset TEXT NOT NULL, day TEXT NOT NULL, as_of TEXT NOT NULL, computed_at TEXT NOT NULL,
         top_k INTEGER NOT NULL, sha256 TEXT NOT NULL, PRIMARY KEY (preset, day));

@@ -7,7 +7,8 @@
  * against the owner's monthly event quota when they are enqueued.
  */
 import { randomBytes } from 'node:crypto';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openSqlite } from './sqlite.ts';
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'exhausted' | 'dropped';
 
@@ -21,6 +22,9 @@ export interface SubscriptionRow {
   created_at: string;
   updated_at: string;
 }
+
+/** The spec's webhook subscription fields, exactly (what the API shows). */
+export type SubscriptionView = Pick<SubscriptionRow, 'id' | 'target_url' | 'event_types' | 'filter_json' | 'active' | 'created_at'>;
 
 export interface DeliveryRow {
   delivery_id: number;
@@ -73,10 +77,7 @@ export class WebhookStore {
   private readonly bumpStmt: Database.Statement;
 
   constructor(path: string) {
-    this.db = new Database(path);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
-    this.db.pragma('busy_timeout = 5000');
+    this.db = openSqlite(path);
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS webhook_subscriptions (
         id TEXT PRIMARY KEY, user_id TEXT NOT NULL, target_url TEXT NOT NULL, event_types TEXT NOT NULL,
@@ -181,6 +182,7 @@ export class WebhookStore {
       let enqueued = 0;
       let over = 0;
       const usedNow = new Map<string, number>();
+      const added = new Map<string, number>();
       for (const s of subs) {
         const used = usedNow.get(s.user_id) ?? this.used(s.user_id, month);
         if (used >= quota(s.user_id)) {
@@ -191,12 +193,10 @@ export class WebhookStore {
         if (r.changes) {
           enqueued++;
           usedNow.set(s.user_id, used + 1);
-        }
+          added.set(s.user_id, (added.get(s.user_id) ?? 0) + 1);
+        } else usedNow.set(s.user_id, used);
       }
-      for (const [user, n] of usedNow) {
-        const before = this.used(user, month);
-        if (n > before) this.bumpStmt.run(user, month, n - before);
-      }
+      for (const [user, n] of added) this.bumpStmt.run(user, month, n);
       return { enqueued, over_quota: over };
     }).immediate();
   }

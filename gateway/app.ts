@@ -29,6 +29,8 @@ export interface GatewayDeps {
   origin: () => string;
   snapshots?: SnapshotStore;
   tidKey: string | Uint8Array;
+  /** the process's shared tid index; default: a new one for tidKey */
+  tids?: TidIndex;
   /** a human description of the facilitator (for /x402/info) */
   facilitator: string;
   /** extra paid routes registered by the composition root (paths relative to /v1/agent) */
@@ -74,7 +76,7 @@ async function traderIdOrThrow(db: QueryRunner, proxy: string): Promise<number> 
 export function gatewayRouters(deps: GatewayDeps): { agent: Router; info: Router } {
   const r = express.Router();
   const info = express.Router();
-  const tids = new TidIndex(deps.tidKey);
+  const tids = deps.tids ?? new TidIndex(deps.tidKey);
   const asOf = (): AsOf => deps.now();
 
   const paid: PaidRoute = (id, prepare) => async (req, res, next) => {

@@ -11,7 +11,7 @@
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
-import { PaymentPayload, PaymentRequirements, type Facilitator } from './types.ts';
+import { PaymentPayload, PaymentRequirements, type Facilitator } from './payment/types.ts';
 
 export const FacilitatorRequestBody = z.object({
   x402Version: z.literal(1),

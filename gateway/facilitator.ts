@@ -46,7 +46,7 @@ import {
   type SettleReceipt,
   type SupportedKinds,
   type VerifyResult,
-} from './types.ts';
+} from './payment/types.ts';
 
 /** The reasons a facilitator in this module gives for an invalid payment or a failed settlement. */
 export const FacilitatorReasons = {

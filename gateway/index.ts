@@ -4,6 +4,7 @@
  */
 import { getAddress } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
+import type { TidIndex } from '../core/public.ts';
 import type { QueryRunner } from '../core/query.ts';
 import { PaymentLedger } from '../data/payment-ledger.ts';
 import type { SnapshotStore } from '../data/snapshot-store.ts';
@@ -27,6 +28,7 @@ export interface GatewayOptions {
   origin: () => string;
   snapshots?: SnapshotStore;
   tidKey: string | Uint8Array;
+  tids?: TidIndex;
   log: (msg: string) => void;
 }
 
@@ -76,7 +78,7 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
     if (n) o.log(`x402: ${n} reservation(s) left by a crash expired unsettled`);
   }, 600_000);
   expire.unref();
-  const { agent, info } = gatewayRouters({ db: o.db, gate, now: o.now, origin: o.origin, snapshots: o.snapshots, tidKey: o.tidKey, facilitator: description });
+  const { agent, info } = gatewayRouters({ db: o.db, gate, now: o.now, origin: o.origin, snapshots: o.snapshots, tidKey: o.tidKey, tids: o.tids, facilitator: description });
   return {
     gate,
     chain,

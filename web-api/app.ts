@@ -5,6 +5,7 @@
  */
 import express, { type Express } from 'express';
 import { z } from 'zod';
+import type { TidIndex } from '../core/public.ts';
 import type { QueryRunner } from '../core/query.ts';
 import {
   METRIC_IDS,
@@ -55,6 +56,8 @@ export interface AppDeps {
   presetCacheMs?: number;
   /** secret (>= 16 bytes) keying the opaque trader ids (tid) of the public namespace; keep it stable across restarts */
   tidKey: string | Uint8Array;
+  /** the process's shared tid index (the gateway and MCP use the same one) */
+  tids?: TidIndex;
   /** tighter or looser limits than RULES (tests, operators) */
   rateRules?: RuleOverrides;
   /**
@@ -158,7 +161,7 @@ export function createApp(deps: AppDeps): Express {
   });
 
   // the public namespace: no credential, its own per-IP limit
-  app.use('/v1/public', limiter.perIp('publicIp'), publicRouter({ db: deps.db, now: venueNow, wallNow: now, tidKey: deps.tidKey, directory: deps.accounts }));
+  app.use('/v1/public', limiter.perIp('publicIp'), publicRouter({ db: deps.db, now: venueNow, wallNow: now, tidKey: deps.tidKey, tids: deps.tids, directory: deps.accounts }));
 
   for (const m of deps.mounts ?? []) app.use(m.path, limiter.perIp('agentIp'), m.router);
 

@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import { ZodError } from 'zod';
+import { CodedError } from '../core/coded-error.ts';
 import { MarketError } from '../core/market.ts';
 import { PublicError } from '../core/public.ts';
 import { RankingError } from '../core/rankings.ts';
@@ -76,10 +77,8 @@ function mapError(err: unknown): { status: number; body: Omit<ErrorBody, 'trace_
     if (err.code === 'not_found') return { status: 404, body: { error: 'not_found', message: err.message } };
     return { status: 503, body: { error: 'analytics_missing', message: err.message } };
   }
-  // other surfaces mounted on this app (the x402 gateway) throw errors that carry their own status and code
-  const coded = err as { status?: unknown; code?: unknown; message?: unknown; reason?: unknown; expose?: unknown };
-  if (coded && typeof coded.status === 'number' && coded.status >= 400 && coded.status < 500 && typeof coded.code === 'string' && coded.expose === true)
-    return { status: coded.status, body: { error: coded.code, message: String(coded.message ?? coded.code), reason: typeof coded.reason === 'string' ? coded.reason : undefined } };
+  // the gateway and the webhook service throw coded errors that carry their own status and code
+  if (err instanceof CodedError && err.status >= 400 && err.status < 500) return { status: err.status, body: { error: err.code, message: err.message, reason: err.reason } };
   // express/body-parser errors carry a status and a type
   const e = err as { status?: number; statusCode?: number; type?: string };
   const status = e?.status ?? e?.statusCode;

@@ -3,6 +3,7 @@
  * (zod 4's JSON Schema output is draft 2020-12, which OpenAPI 3.1 uses). It grows with every route that lands.
  */
 import { z } from 'zod';
+import { errorResponses, jsonSchema, queryParam } from './openapi-parts.ts';
 import { METRIC_IDS, PRESETS, RankingConfig, RankingResponse, ROW_CAP } from '../core/rankings.ts';
 import { publicOpenApiPaths, publicOpenApiSchemas } from './public.ts';
 import { resolutionsOpenApiPaths, resolutionsOpenApiSchemas } from './resolutions.ts';
@@ -10,17 +11,13 @@ import { traderOpenApiPaths, traderOpenApiSchemas } from './traders.ts';
 import { CreateWebhookBody, PushSubscribeBody, UpdateWebhookBody } from './webhooks.ts';
 import { DeleteMeBody, MagicStartBody, MintKeyBody, PatchMeBody, SiweVerifyBody } from './auth.ts';
 
-const schema = (s: z.ZodType, io: 'input' | 'output' = 'output') => {
-  const { $schema: _drop, ...rest } = z.toJSONSchema(s, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Record<string, unknown>;
-  return rest;
-};
+const schema = jsonSchema;
 
 export const ErrorObject = z
   .object({ error: z.string(), message: z.string().optional(), reason: z.string().optional(), issues: z.array(z.unknown()).optional(), trace_id: z.string().optional() })
   .strict();
 
-const errors = (...codes: number[]) =>
-  Object.fromEntries(codes.map((c) => [String(c), { description: 'error object', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } }]));
+const errors = errorResponses;
 
 const json = (description: string, s: z.ZodType | Record<string, unknown>) => ({
   description,
@@ -115,7 +112,7 @@ function accountPaths(): Record<string, unknown> {
   };
 }
 
-const q = (name: string, description: string, schemaObj: Record<string, unknown> = { type: 'string' }, required = false) => ({ name, in: 'query', required, description, schema: schemaObj });
+const q = queryParam;
 
 export function openApiDocument(serverUrl?: string): Record<string, unknown> {
   const ranking = { '200': { description: 'ranking response', content: { 'application/json': { schema: { $ref: '#/components/schemas/RankingResponse' } } } } };

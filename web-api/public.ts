@@ -6,6 +6,7 @@
  */
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import { z } from 'zod';
+import { errorResponses, jsonSchema, queryParam } from './openapi-parts.ts';
 import { MarketError } from '../core/market.ts';
 import {
   EventSearchResult,
@@ -63,6 +64,8 @@ export interface PublicDeps {
   /** the secret behind opaque trader ids (traderTid), at least 16 bytes */
   tidKey: string | Uint8Array;
   directory: AccountDirectory;
+  /** the process's tid index (one per process: each builds a tid → wallet map); default: a new one for tidKey */
+  tids?: TidIndex;
   /** keep heavy public answers server-side for their max-age (default true) */
   serverCache?: boolean;
   /** wall clock for the server-side cache (default Date.now) */
@@ -125,7 +128,7 @@ const param = (req: Request, name: string): unknown => (req.params as Record<str
 
 export function publicRouter(deps: PublicDeps): Router {
   const router = express.Router();
-  const tids = new TidIndex(deps.tidKey);
+  const tids = deps.tids ?? new TidIndex(deps.tidKey);
   // build the tid map in the background so the first lookup of an unseen tid does not pay for it
   tids.syncMap(deps.db).catch(() => {});
   const claims = (addresses: readonly string[]) => deps.directory.claimsFor(addresses);
@@ -234,10 +237,6 @@ export function publicRouter(deps: PublicDeps): Router {
 // OpenAPI
 // ---------------------------------------------------------------------------------------------------------------
 
-const jsonSchema = (s: z.ZodType) => {
-  const { $schema: _drop, ...rest } = z.toJSONSchema(s, { target: 'draft-2020-12', io: 'output', unrepresentable: 'any' }) as Record<string, unknown>;
-  return rest;
-};
 
 /** Component schemas of the public routes (merge into components.schemas; `Error` is openapi.ts's). */
 export function publicOpenApiSchemas(): Record<string, unknown> {
@@ -260,8 +259,7 @@ export function publicOpenApiSchemas(): Record<string, unknown> {
   };
 }
 
-const errors = (...codes: number[]) =>
-  Object.fromEntries(codes.map((c) => [String(c), { description: 'error object', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } }]));
+const errors = errorResponses;
 const ok = (description: string, ref: string, maxAge: number) => ({
   '200': {
     description,
@@ -272,7 +270,7 @@ const ok = (description: string, ref: string, maxAge: number) => ({
     content: { 'application/json': { schema: { $ref: `#/components/schemas/${ref}` } } },
   },
 });
-const q = (name: string, description: string, schema: Record<string, unknown>, required = false) => ({ name, in: 'query', required, description, schema });
+const q = queryParam;
 const path = (name: string, description: string, schema: Record<string, unknown> = { type: 'string' }) => ({ name, in: 'path', required: true, description, schema });
 const intRange = (b: { min: number; max: number; default: number }) => ({ type: 'integer', minimum: b.min, maximum: b.max, default: b.default });
 const C = PUBLIC_CACHE_SECONDS;

@@ -6,6 +6,7 @@
  */
 import express from 'express';
 import { z } from 'zod';
+import { errorResponses, jsonSchema, queryParam } from './openapi-parts.ts';
 import type { QueryRunner } from '../core/query.ts';
 import type { ResolutionFeed } from '../data/resolution-feed.ts';
 import { ApiError } from './errors.ts';
@@ -115,12 +116,7 @@ export function resolutionsRouter(deps: { db: QueryRunner; feed: ResolutionFeed;
   return router;
 }
 
-const jsonSchema = (s: z.ZodType) => {
-  const { $schema: _drop, ...rest } = z.toJSONSchema(s, { target: 'draft-2020-12', io: 'output', unrepresentable: 'any' }) as Record<string, unknown>;
-  return rest;
-};
-const errorRefs = (...codes: number[]) =>
-  Object.fromEntries(codes.map((c) => [String(c), { description: 'error object', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } }]));
+const errorRefs = errorResponses;
 
 export function resolutionsOpenApiPaths(): Record<string, unknown> {
   return {

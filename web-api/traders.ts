@@ -7,6 +7,7 @@
  */
 import express, { type Request } from 'express';
 import { z } from 'zod';
+import { errorResponses, jsonSchema, queryParam } from './openapi-parts.ts';
 import { CalibrationScope } from '../core/calibration.ts';
 import type { QueryRunner } from '../core/query.ts';
 import {
@@ -99,14 +100,9 @@ export function traderRouter(deps: TraderRouterDeps): express.Router {
 // OpenAPI 3.1 pieces (merged into web-api/openapi.ts's document)
 // ---------------------------------------------------------------------------------------------------------------
 
-const jsonSchema = (s: z.ZodType) => {
-  const { $schema: _drop, ...rest } = z.toJSONSchema(s, { target: 'draft-2020-12', io: 'output', unrepresentable: 'any' }) as Record<string, unknown>;
-  return rest;
-};
-const errorRefs = (...codes: number[]) =>
-  Object.fromEntries(codes.map((c) => [String(c), { description: 'error object', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } }]));
+const errorRefs = errorResponses;
 const ok = (description: string, ref: string) => ({ '200': { description, content: { 'application/json': { schema: { $ref: `#/components/schemas/${ref}` } } } } });
-const q = (name: string, description: string, schemaObj: Record<string, unknown> = { type: 'string' }) => ({ name, in: 'query', required: false, description, schema: schemaObj });
+const q = (name: string, description: string, schemaObj?: Record<string, unknown>) => queryParam(name, description, schemaObj);
 const proxyParam = { name: 'proxy', in: 'path', required: true, description: 'proxy wallet, 0x + 40 hex (any case)', schema: { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' } };
 const limitDoc = q('limit', `rows per page (${FEED_LIMIT.min}-${FEED_LIMIT.max}, default ${FEED_LIMIT.default})`, {
   type: 'integer',

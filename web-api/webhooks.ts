@@ -12,15 +12,7 @@ import type { PlanId } from '../core/plans.ts';
 import { EventTypes, FilterJson } from '../core/webhook-filters.ts';
 import { ApiError } from './errors.ts';
 import { requireAuth } from './principal.ts';
-
-export interface SubscriptionView {
-  id: string;
-  target_url: string;
-  event_types: string[];
-  filter_json: Record<string, unknown>;
-  active: boolean;
-  created_at: string;
-}
+import type { SubscriptionView } from '../data/webhook-store.ts';
 
 export interface WebhookApi {
   list(userId: string): SubscriptionView[];

@@ -80,7 +80,7 @@ export interface PaymentRequiredBody {
 }
 
 /**
- * The outcome of a paid call (gateway/paywall.ts): payment required or refused (402 body, maybe with the failed
+ * The outcome of a paid call (gateway/payment/gate.ts): payment required or refused (402 body, maybe with the failed
  * settlement's receipt), the handler's own error (nothing charged), or the value with its receipt.
  */
 export type PaidOutcome<T> =

@@ -13,34 +13,14 @@ import { PLANS, type PlanId } from '../../core/plans.ts';
 import type { QueryRunner } from '../../core/query.ts';
 import { signalFromFill } from '../../core/signals.ts';
 import { EventTypes, FilterJson, SubscriptionIndex, type EventType } from '../../core/webhook-filters.ts';
-import { shortId, type SubscriptionRow, type WebhookStore } from '../../data/webhook-store.ts';
+import { shortId, type SubscriptionRow, type SubscriptionView, type WebhookStore } from '../../data/webhook-store.ts';
+import { CodedError } from '../../core/coded-error.ts';
 import { newSigningSecret } from './signing.ts';
 import { parseTarget, pinnedPost, resolveTarget, type Allowlist, type PinnedPostOptions } from './ssrf.ts';
 import { DeliveryWorker, type Send } from './worker.ts';
 
 /** An error the REST layer maps to the error object (status, code). */
-export class WebhookError extends Error {
-  readonly expose = true;
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly reason?: string,
-  ) {
-    super(message);
-    this.name = 'WebhookError';
-  }
-}
-
-/** The spec's webhook subscription fields, exactly. */
-export interface SubscriptionView {
-  id: string;
-  target_url: string;
-  event_types: string[];
-  filter_json: Record<string, unknown>;
-  active: boolean;
-  created_at: string;
-}
+export class WebhookError extends CodedError {}
 
 export const view = (s: SubscriptionRow): SubscriptionView => ({
   id: s.id,

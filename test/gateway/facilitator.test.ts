@@ -25,7 +25,7 @@ import type { PaymentRequirements as X402PaymentRequirements, Signer as X402Sign
 import { FacilitatorReasons, HttpFacilitator, LocalFacilitator } from '../../gateway/facilitator.ts';
 import { facilitatorRouter } from '../../gateway/facilitator-server.ts';
 import { startLocalChain, testUsdcAbi, type LocalChain } from '../../gateway/local-chain/chain.ts';
-import { PaymentPayload, type Facilitator, type PaymentRequirements } from '../../gateway/types.ts';
+import { PaymentPayload, type Facilitator, type PaymentRequirements } from '../../gateway/payment/types.ts';
 
 const PRICE = 10_000n; // $0.01
 const payee = privateKeyToAccount(generatePrivateKey()).address;
