@@ -10,7 +10,11 @@ import { randomBytes } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { openSqlite } from './sqlite.ts';
 
-export type DeliveryStatus = 'pending' | 'delivered' | 'exhausted' | 'dropped';
+/**
+ * pending: in the outbox, to be tried here (SQLite worker) or handed to the Redis queue (relay).
+ * queued: handed to the Redis queue, whose job is the record from then on (jobs/webhooks/redis-queue.ts).
+ */
+export type DeliveryStatus = 'pending' | 'queued' | 'delivered' | 'exhausted' | 'dropped';
 
 export interface SubscriptionRow {
   id: string;
@@ -91,6 +95,7 @@ export class WebhookStore {
         UNIQUE (event_id, subscription_id));
       CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries(status, next_attempt_ms);
       CREATE INDEX IF NOT EXISTS webhook_deliveries_quota ON webhook_deliveries(user_id, month);
+      CREATE INDEX IF NOT EXISTS webhook_deliveries_created ON webhook_deliveries(created_ms);
       CREATE TABLE IF NOT EXISTS webhook_usage (
         user_id TEXT NOT NULL, month TEXT NOT NULL, used INTEGER NOT NULL, PRIMARY KEY (user_id, month)) WITHOUT ROWID;`);
     this.usedStmt = this.db.prepare(`SELECT used FROM webhook_usage WHERE user_id = ? AND month = ?`);
@@ -231,13 +236,42 @@ export class WebhookStore {
         .run(httpStatus, error.slice(0, 500), nextAttemptMs, id);
   }
 
+  /** Claimed deliveries now owned by the Redis queue (the relay calls this once the queue has them). */
+  handedOff(ids: readonly number[], nowMs: number): void {
+    const st = this.db.prepare(`UPDATE webhook_deliveries SET status = 'queued', lease_until_ms = 0, next_attempt_ms = ? WHERE delivery_id = ? AND status = 'pending'`);
+    this.db.transaction(() => {
+      for (const id of ids) st.run(nowMs, id);
+    })();
+  }
+
+  /** Give claimed deliveries back at once (the relay could not hand them off; no need to wait for the lease). */
+  release(ids: readonly number[]): void {
+    const st = this.db.prepare(`UPDATE webhook_deliveries SET lease_until_ms = 0 WHERE delivery_id = ? AND status = 'pending'`);
+    this.db.transaction(() => {
+      for (const id of ids) st.run(id);
+    })();
+  }
+
+  /** Every subscription's target and signing secret (what Redis workers on other machines need to deliver). */
+  targets(): { id: string; target_url: string; secret: string }[] {
+    return this.db.prepare(`SELECT id, target_url, secret FROM webhook_subscriptions ORDER BY id`).all() as { id: string; target_url: string; secret: string }[];
+  }
+
+  /**
+   * Delete settled outbox rows created before `beforeMs` (delivered, exhausted, dropped, and queued ones, whose
+   * record is the Redis job by then). Pending rows are never pruned. Monthly usage is a separate counter and stays.
+   */
+  prune(beforeMs: number): number {
+    return this.db.prepare(`DELETE FROM webhook_deliveries WHERE status <> 'pending' AND created_ms < ?`).run(beforeMs).changes;
+  }
+
   delivery(eventId: string, subscriptionId: string): DeliveryRow | null {
     return (this.db.prepare(`SELECT * FROM webhook_deliveries WHERE event_id = ? AND subscription_id = ?`).get(eventId, subscriptionId) as DeliveryRow | undefined) ?? null;
   }
 
   /** Outbox figures for operators and tests. */
   counts(): Record<DeliveryStatus, number> {
-    const out: Record<DeliveryStatus, number> = { pending: 0, delivered: 0, exhausted: 0, dropped: 0 };
+    const out: Record<DeliveryStatus, number> = { pending: 0, queued: 0, delivered: 0, exhausted: 0, dropped: 0 };
     for (const r of this.db.prepare(`SELECT status, count(*) AS n FROM webhook_deliveries GROUP BY status`).all() as { status: DeliveryStatus; n: number }[]) out[r.status] = r.n;
     return out;
   }

@@ -17,7 +17,10 @@ import { shortId, type SubscriptionRow, type SubscriptionView, type WebhookStore
 import { CodedError } from '../../core/coded-error.ts';
 import { newSigningSecret } from './signing.ts';
 import { parseTarget, pinnedPost, resolveTarget, type Allowlist, type PinnedPostOptions } from './ssrf.ts';
-import { DeliveryWorker, type Send } from './worker.ts';
+import { DeliveryWorker, DELIVERY_TIMEOUT_MS, type Send } from './worker.ts';
+import { OutboxRelay, RedisDeliveryQueue, startRedisWorker } from './redis-queue.ts';
+import type { Redis } from 'ioredis';
+import type { Worker } from 'bullmq';
 
 /** An error the REST layer maps to the error object (status, code). */
 export class WebhookError extends CodedError {}
@@ -44,6 +47,26 @@ export interface WebhookServiceDeps {
   /** replaces the HTTPS sender (tests inject failures through a real receiver instead) */
   send?: Send;
   log?: (msg: string) => void;
+  /**
+   * Deliver through the Redis queue (BullMQ) instead of the SQLite worker: the outbox stays the durable first write
+   * and a relay hands it to Redis, where any number of workers share the work (jobs/webhooks/redis-queue.ts).
+   */
+  redis?: {
+    /** created with maxRetriesPerRequest: null */
+    connection: Redis;
+    prefix?: string;
+    /** deliver in this process too (default true); `npm run webhooks:worker` runs more workers elsewhere */
+    worker?: boolean;
+    concurrency?: number;
+  };
+}
+
+/** What drives deliveries: the SQLite worker, or in Redis mode the relay that hands the outbox to the queue. */
+export interface DeliveryDriver {
+  /** work everything due now (SQLite: deliver; Redis: hand off to the queue); how many rows were handled */
+  runDue(): Promise<number>;
+  start(everyMs?: number): void;
+  stop(): Promise<void>;
 }
 
 export interface TestDelivery {
@@ -58,18 +81,76 @@ export interface TestDelivery {
 
 export class WebhookService {
   readonly index = new SubscriptionIndex();
-  readonly worker: DeliveryWorker;
+  readonly worker: DeliveryDriver;
+  /** Redis mode only */
+  readonly queue: RedisDeliveryQueue | null = null;
+  private readonly relay: OutboxRelay | null = null;
+  private redisWorker: Worker | null = null;
+  private readonly send: Send;
   private readonly owner = new Map<string, string>();
   private readonly now: () => Date;
+  /** the Redis mirror of targets missed a write: resync it whole */
+  private mirrorDirty = true;
+  private mirrorTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly deps: WebhookServiceDeps) {
     this.now = deps.now ?? (() => new Date());
-    const send: Send =
+    this.send =
       deps.send ??
       ((url, body, headers) =>
         pinnedPost(url, body, headers, { allowlist: deps.allowlist, ca: deps.ca, lookup: deps.lookup }).then((r) => ({ ok: r.ok, status: r.status || null, error: r.error })));
-    this.worker = new DeliveryWorker({ store: deps.store, send, now: this.now, log: deps.log });
+    if (deps.redis) {
+      this.queue = new RedisDeliveryQueue({ connection: deps.redis.connection, prefix: deps.redis.prefix });
+      this.relay = new OutboxRelay({ store: deps.store, queue: this.queue, now: this.now, log: deps.log });
+      this.worker = this.relay;
+    } else this.worker = new DeliveryWorker({ store: deps.store, send: this.send, now: this.now, log: deps.log });
     for (const s of deps.store.all()) this.indexSub(s);
+  }
+
+  /** Start delivering (and in Redis mode: mirror the targets, relay the outbox, run a worker here unless told not to). */
+  async start(): Promise<void> {
+    if (this.queue && this.deps.redis) {
+      await this.syncMirror();
+      this.mirrorTimer = setInterval(() => {
+        if (this.mirrorDirty) this.syncMirror().catch((e) => this.deps.log?.(`webhooks: target mirror resync failed: ${(e as Error).message}`));
+      }, 1000);
+      this.mirrorTimer.unref();
+      if (this.deps.redis.worker !== false)
+        this.redisWorker = startRedisWorker({ connection: this.deps.redis.connection, prefix: this.deps.redis.prefix, send: this.send, now: this.now, concurrency: this.deps.redis.concurrency });
+    }
+    this.worker.start();
+  }
+
+  async stop(): Promise<void> {
+    if (this.mirrorTimer) clearInterval(this.mirrorTimer);
+    this.mirrorTimer = null;
+    await this.worker.stop();
+    await this.redisWorker?.close();
+    this.redisWorker = null;
+    await this.queue?.close();
+  }
+
+  private async syncMirror(): Promise<void> {
+    this.mirrorDirty = false;
+    try {
+      await this.queue!.syncTargets(this.deps.store.targets());
+    } catch (e) {
+      this.mirrorDirty = true;
+      throw e;
+    }
+  }
+
+  /** Write one change to the Redis mirror; a failure is repaired by the next whole resync. */
+  private async mirror(write: (q: RedisDeliveryQueue) => Promise<void>): Promise<boolean> {
+    if (!this.queue) return true;
+    try {
+      await write(this.queue);
+      return true;
+    } catch (e) {
+      this.mirrorDirty = true;
+      this.deps.log?.(`webhooks: target mirror write failed (resyncing): ${(e as Error).message}`);
+      return false;
+    }
   }
 
   private indexSub(s: SubscriptionRow): void {
@@ -105,6 +186,11 @@ export class WebhookService {
     const target_url = await this.checkTarget(input.target_url);
     const secret = newSigningSecret();
     const row = this.deps.store.create({ user_id: userId, target_url, event_types, filter_json, active: input.active ?? true, secret }, this.now().getTime());
+    if (!(await this.mirror((q) => q.putTarget(row.id, target_url, secret)))) {
+      // workers could not deliver to it yet: refuse rather than accept events that would be dropped
+      this.deps.store.delete(row.id, userId);
+      throw new WebhookError(500, 'queue_unavailable', 'the delivery queue is unreachable; nothing was created', 'try again shortly');
+    }
     this.indexSub(row);
     return { subscription: view(row), secret };
   }
@@ -118,6 +204,7 @@ export class WebhookService {
     if (patch.filter_json !== undefined) next.filter_json = FilterJson.parse(patch.filter_json);
     if (patch.active !== undefined) next.active = patch.active;
     const row = this.deps.store.update(id, userId, next, this.now().getTime())!;
+    if (next.target_url !== undefined) await this.mirror((q) => q.putTarget(row.id, row.target_url, this.deps.store.secretOf(row.id)!));
     this.indexSub(row);
     return view(row);
   }
@@ -127,6 +214,7 @@ export class WebhookService {
     if (ok) {
       this.index.remove(id);
       this.owner.delete(id);
+      void this.mirror((q) => q.removeTarget(id));
     }
     return ok;
   }
@@ -140,6 +228,7 @@ export class WebhookService {
     const r = this.deps.store.enqueue({ id: eventId, type: 'service.test', body }, [{ id, user_id: userId }], this.quota, this.now().getTime());
     if (!r.enqueued) throw new WebhookError(429, 'quota_exceeded', 'the monthly webhook event quota is used up', `${this.quota(userId)} events per month on your plan`);
     await this.worker.runDue();
+    if (this.queue) return this.testOutcomeFromQueue(eventId, id);
     const d = this.deps.store.delivery(eventId, id)!;
     return {
       event_id: eventId,
@@ -151,6 +240,24 @@ export class WebhookService {
     };
   }
 
+  /** Redis mode: wait (up to the send timeout and a little) for a worker's first try of the test delivery. */
+  private async testOutcomeFromQueue(eventId: string, id: string): Promise<TestDelivery> {
+    const deadline = Date.now() + DELIVERY_TIMEOUT_MS + 5_000;
+    let st = await this.queue!.state(eventId, id);
+    while ((!st || (st.attempts === 0 && st.status === 'pending')) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 25));
+      st = await this.queue!.state(eventId, id);
+    }
+    return {
+      event_id: eventId,
+      delivered: st?.status === 'delivered',
+      http_status: st?.last_status ?? null,
+      attempts: st?.attempts ?? 0,
+      error: st?.attempts ? st.last_error : 'no delivery worker took it yet; it stays queued',
+      next_attempt_at: st?.status === 'pending' && st.next_attempt_ms !== null ? new Date(st.next_attempt_ms).toISOString() : null,
+    };
+  }
+
   /** Enqueue one event for every matching active subscription; returns the event id and how many were enqueued. */
   publish(type: EventType, data: Record<string, unknown>, emittedAt: Date = this.now()): { event_id: string; enqueued: number; over_quota: number } {
     const ids = this.index.match(type, data);
@@ -158,7 +265,9 @@ export class WebhookService {
     if (!ids.length) return { event_id: eventId, enqueued: 0, over_quota: 0 };
     const body = JSON.stringify({ type, emitted_at: emittedAt.toISOString(), data });
     const subs = ids.map((id) => ({ id, user_id: this.owner.get(id)! }));
-    return { event_id: eventId, ...this.deps.store.enqueue({ id: eventId, type, body }, subs, this.quota, this.now().getTime()) };
+    const r = this.deps.store.enqueue({ id: eventId, type, body }, subs, this.quota, this.now().getTime());
+    if (r.enqueued) this.relay?.kick();
+    return { event_id: eventId, ...r };
   }
 }
 

@@ -1,0 +1,292 @@
+/**
+ * The Redis delivery queue (BullMQ), for running delivery workers on several processes or machines.
+ *
+ * Shape (a transactional outbox in front of a work queue):
+ *  1. Producers still write every (event, subscription) delivery to the SQLite outbox first, counting the quota in
+ *     the same transaction (data/webhook-store.ts). Nothing is attempted before it is durable there.
+ *  2. The relay (in the process that owns the SQLite file) claims pending outbox rows under a lease, adds them to
+ *     BullMQ with a deterministic job id `<event id>.<subscription id>`, and only then marks them `queued`. A crash
+ *     between the two leaves the rows pending; the lease expires and the relay adds them again, and BullMQ ignores
+ *     an add whose job id it already holds (completed jobs are kept 24 h for that), so no duplicate is sent.
+ *  3. Workers anywhere take jobs, look up the subscription's target and signing secret in a Redis hash that the
+ *     service mirrors from SQLite (create/update/delete write it; a full resync runs at start and after any failed
+ *     write), sign afresh, and POST through the SSRF-guarded pinned sender. A non-2xx throws, so BullMQ retries.
+ *
+ * Counting tries: BullMQ's `attempts` counts the first try, so `attempts: 7` is the first try plus the spec's six
+ * retries (5 s, 30 s, 5 min, 1 h, 6 h, 24 h, each from the failed try) — the same count as the SQLite worker. A
+ * delivery the SQLite worker already tried before the operator switched to Redis keeps its count (`prior_attempts`).
+ * A worker that dies mid-send leaves the job's lock to expire; another worker's stalled-job check puts it back (a
+ * stall is not a failed try; maxStalledCount is high so a crash never fails a delivery for good). Exhausted jobs
+ * stay in BullMQ's failed set for 30 days and are never replayed. A job for a deleted subscription fails at once
+ * (UnrecoverableError), as the SQLite worker drops it.
+ *
+ * Redis must keep what it is given: `maxmemory-policy noeviction` and AOF persistence (docs/operations.md).
+ */
+import { Queue, UnrecoverableError, Worker, type Job, type ConnectionOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { DeliveryRow, WebhookStore } from '../../data/webhook-store.ts';
+import { deliveryHeaders, RETRY_DELAYS_MS, type Send } from './worker.ts';
+
+export const QUEUE_NAME = 'webhook-deliveries';
+export const DEFAULT_PREFIX = 'service';
+const BACKOFF_TYPE = 'service-webhook';
+/** completed jobs are kept this long so a relay re-add after a crash is recognised as a duplicate */
+const KEEP_COMPLETED_S = 24 * 3600;
+const KEEP_FAILED_S = 30 * 24 * 3600;
+
+export interface DeliveryJob {
+  event_id: string;
+  subscription_id: string;
+  type: string;
+  body: string;
+  /** tries the SQLite worker made before the hand-off (normally 0) */
+  prior_attempts: number;
+}
+
+export interface QueuedDelivery {
+  status: 'pending' | 'delivered' | 'exhausted' | 'dropped';
+  attempts: number;
+  last_status: number | null;
+  last_error: string | null;
+  next_attempt_ms: number | null;
+}
+
+/** BullMQ job ids may not contain ':' and event / subscription ids never contain '.' */
+export const jobIdOf = (eventId: string, subscriptionId: string): string => `${eventId}.${subscriptionId}`;
+
+/** The delay before the next try after `triesSoFar` failed tries, or -1 (BullMQ: no more retries) when spent. */
+export function retryDelay(triesSoFar: number, delays: readonly number[] = RETRY_DELAYS_MS): number {
+  const d = delays[triesSoFar - 1];
+  return d === undefined ? -1 : d;
+}
+
+/** The failure message BullMQ keeps: `HTTP <status>: <error>` or the transport error; parsed back by `state`. */
+class DeliveryFailed extends Error {}
+const failureMessage = (status: number | null, error: string | undefined) => (status ? `HTTP ${status}${error && error !== `http ${status}` ? `: ${error}` : ''}` : (error ?? 'no response'));
+
+export interface RedisQueueOptions {
+  /** an ioredis connection created with maxRetriesPerRequest: null (BullMQ's requirement for workers) */
+  connection: Redis;
+  /** key prefix (isolates deployments and tests) */
+  prefix?: string;
+}
+
+export class RedisDeliveryQueue {
+  readonly queue: Queue<DeliveryJob>;
+  readonly targetsKey: string;
+  private readonly keyPrefix: string;
+  private readonly redis: Redis;
+
+  constructor(opts: RedisQueueOptions) {
+    const prefix = opts.prefix ?? DEFAULT_PREFIX;
+    this.redis = opts.connection;
+    this.queue = new Queue<DeliveryJob>(QUEUE_NAME, { connection: opts.connection as unknown as ConnectionOptions, prefix });
+    this.keyPrefix = `${prefix}:${QUEUE_NAME}`;
+    this.targetsKey = `${this.keyPrefix}:targets`;
+  }
+
+  /** Add deliveries (idempotent per job id). Resolves once Redis has them. */
+  async add(rows: readonly DeliveryJob[], maxTries: number): Promise<void> {
+    if (!rows.length) return;
+    await this.queue.addBulk(
+      rows.map((d) => ({
+        name: d.type,
+        data: d,
+        opts: {
+          jobId: jobIdOf(d.event_id, d.subscription_id),
+          attempts: Math.max(1, maxTries - d.prior_attempts),
+          backoff: { type: BACKOFF_TYPE },
+          removeOnComplete: { age: KEEP_COMPLETED_S },
+          removeOnFail: { age: KEEP_FAILED_S },
+        },
+      })),
+    );
+  }
+
+  // Subscription targets mirrored for workers on other machines ----------------------------------------------
+
+  async putTarget(id: string, targetUrl: string, secret: string): Promise<void> {
+    await this.redis.hset(this.targetsKey, id, JSON.stringify({ target_url: targetUrl, secret }));
+  }
+
+  async removeTarget(id: string): Promise<void> {
+    await this.redis.hdel(this.targetsKey, id);
+  }
+
+  /** Replace the whole mirror with the store's subscriptions, atomically. */
+  async syncTargets(all: readonly { id: string; target_url: string; secret: string }[]): Promise<void> {
+    const tmp = `${this.targetsKey}:sync`;
+    const m = this.redis.multi().del(tmp);
+    for (let i = 0; i < all.length; i += 1000) {
+      const chunk = all.slice(i, i + 1000).flatMap((s) => [s.id, JSON.stringify({ target_url: s.target_url, secret: s.secret })]);
+      m.hset(tmp, ...chunk);
+    }
+    if (all.length) m.rename(tmp, this.targetsKey);
+    else m.del(this.targetsKey);
+    await m.exec();
+  }
+
+  // What happened to a delivery ---------------------------------------------------------------------------------
+
+  async state(eventId: string, subscriptionId: string): Promise<QueuedDelivery | null> {
+    const job = (await this.queue.getJob(jobIdOf(eventId, subscriptionId))) as Job<DeliveryJob> | undefined;
+    if (!job) return null;
+    const s = await job.getState();
+    const prior = job.data.prior_attempts ?? 0;
+    const m = /^HTTP (\d{3})/.exec(job.failedReason ?? '');
+    const lastStatus = s === 'completed' ? Number((job.returnvalue as { http_status?: number } | null)?.http_status ?? 200) : m ? Number(m[1]) : null;
+    const dropped = s === 'failed' && job.failedReason === 'subscription deleted';
+    // a delayed job's score in the delayed set is its due time x 0x1000 (+ a tie-break counter)
+    const score = s === 'delayed' ? await this.redis.zscore(`${this.keyPrefix}:delayed`, job.id!) : null;
+    return {
+      status: s === 'completed' ? 'delivered' : dropped ? 'dropped' : s === 'failed' ? 'exhausted' : 'pending',
+      attempts: prior + job.attemptsMade,
+      last_status: lastStatus,
+      last_error: s === 'completed' ? null : job.failedReason || null,
+      next_attempt_ms: score !== null ? Math.floor(Number(score) / 0x1000) : s === 'waiting' || s === 'active' ? Date.now() : null,
+    };
+  }
+
+  /** Jobs by state (completed jobs are kept 24 h, failed ones 30 days). */
+  async counts(): Promise<Record<'waiting' | 'active' | 'delayed' | 'completed' | 'failed', number>> {
+    const c = await this.queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed');
+    return { waiting: c.waiting ?? 0, active: c.active ?? 0, delayed: c.delayed ?? 0, completed: c.completed ?? 0, failed: c.failed ?? 0 };
+  }
+
+  close(): Promise<void> {
+    return this.queue.close();
+  }
+}
+
+export interface RedisWorkerOptions {
+  connection: Redis;
+  prefix?: string;
+  send: Send;
+  concurrency?: number;
+  /** test hook: the retry delays (production: RETRY_DELAYS_MS) */
+  retryDelaysMs?: readonly number[];
+  /** lock on an active job; a crashed worker's jobs come back after it expires (BullMQ default 30 s) */
+  lockDurationMs?: number;
+  stalledIntervalMs?: number;
+  now?: () => Date;
+  /** called after each try (tests and logs) */
+  onAttempt?: (job: DeliveryJob, ok: boolean, status: number | null) => void;
+}
+
+/** A BullMQ worker delivering webhook jobs. Start as many as you like, in any process that reaches Redis. */
+export function startRedisWorker(o: RedisWorkerOptions): Worker<DeliveryJob> {
+  const prefix = o.prefix ?? DEFAULT_PREFIX;
+  const targetsKey = `${prefix}:${QUEUE_NAME}:targets`;
+  const delays = o.retryDelaysMs ?? RETRY_DELAYS_MS;
+  const now = o.now ?? (() => new Date());
+  const redis = o.connection;
+  return new Worker<DeliveryJob>(
+    QUEUE_NAME,
+    async (job) => {
+      const raw = await redis.hget(targetsKey, job.data.subscription_id);
+      if (!raw) throw new UnrecoverableError('subscription deleted');
+      const target = JSON.parse(raw) as { target_url: string; secret: string };
+      const t = Math.floor(now().getTime() / 1000);
+      let ok = false;
+      let status: number | null = null;
+      let error: string | undefined;
+      try {
+        const r = await o.send(target.target_url, job.data.body, deliveryHeaders(job.data, target.secret, t));
+        status = r.status;
+        error = r.error;
+        ok = r.ok && status !== null && status >= 200 && status < 300;
+      } catch (e) {
+        error = (e as Error).message;
+      }
+      o.onAttempt?.(job.data, ok, status);
+      if (!ok) throw new DeliveryFailed(failureMessage(status, error).slice(0, 500));
+      return { http_status: status };
+    },
+    {
+      connection: redis as unknown as ConnectionOptions,
+      prefix,
+      concurrency: o.concurrency ?? 16,
+      lockDuration: o.lockDurationMs ?? 30_000,
+      stalledInterval: o.stalledIntervalMs ?? 30_000,
+      // a crash is not the receiver's fault: never fail a delivery for stalling
+      maxStalledCount: 1000,
+      settings: {
+        backoffStrategy: (attemptsMade: number, _type?: string, _err?: Error, job?: { data?: DeliveryJob }) => retryDelay(attemptsMade + (job?.data?.prior_attempts ?? 0), delays),
+      },
+    },
+  );
+}
+
+/**
+ * Moves pending outbox rows into the Redis queue (step 2 above). `runDue` hands off everything due now; `kick`
+ * schedules a hand-off soon (producers call it after enqueueing); `start` also sweeps on an interval.
+ */
+export class OutboxRelay {
+  private timer: NodeJS.Timeout | null = null;
+  private kicked: NodeJS.Immediate | null = null;
+  private running: Promise<number> | null = null;
+  private readonly now: () => Date;
+
+  constructor(
+    private readonly deps: {
+      store: WebhookStore;
+      queue: RedisDeliveryQueue;
+      now?: () => Date;
+      batch?: number;
+      leaseMs?: number;
+      maxTries?: number;
+      log?: (msg: string) => void;
+    },
+  ) {
+    this.now = deps.now ?? (() => new Date());
+  }
+
+  runDue(): Promise<number> {
+    if (this.running) return this.running.then(() => this.runDue());
+    this.running = (async () => {
+      let n = 0;
+      const batch = this.deps.batch ?? 500;
+      for (;;) {
+        const rows = this.deps.store.claim(batch, this.now().getTime(), this.deps.leaseMs ?? 60_000);
+        if (!rows.length) break;
+        try {
+          await this.deps.queue.add(rows.map(toJob), this.deps.maxTries ?? RETRY_DELAYS_MS.length + 1);
+        } catch (e) {
+          this.deps.store.release(rows.map((r) => r.delivery_id));
+          throw e;
+        }
+        this.deps.store.handedOff(rows.map((r) => r.delivery_id), this.now().getTime());
+        n += rows.length;
+        if (rows.length < batch) break;
+      }
+      return n;
+    })().finally(() => {
+      this.running = null;
+    });
+    return this.running;
+  }
+
+  kick(): void {
+    if (this.kicked) return;
+    this.kicked = setImmediate(() => {
+      this.kicked = null;
+      this.runDue().catch((e) => this.deps.log?.(`webhooks: relay to Redis failed (kept in the outbox): ${(e as Error).message}`));
+    });
+  }
+
+  start(everyMs = 1000): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => this.kick(), everyMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    if (this.kicked) clearImmediate(this.kicked);
+    this.kicked = null;
+    await this.running?.catch(() => {});
+  }
+}
+
+const toJob = (r: DeliveryRow): DeliveryJob => ({ event_id: r.event_id, subscription_id: r.subscription_id, type: r.type, body: r.body, prior_attempts: r.attempts });

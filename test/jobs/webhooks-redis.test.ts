@@ -1,0 +1,288 @@
+/**
+ * Webhook delivery through the Redis queue (BullMQ) against a real Redis on 127.0.0.1:6379 and a real HTTPS
+ * receiver on loopback: the outbox relay hands off exactly once per delivery, signed deliveries verify
+ * independently, `test` reports the first try, a deleted subscription's jobs are dropped, the retry schedule (the
+ * spec's, scaled down because BullMQ delays run on the real clock) gives seven tries with one event id and then
+ * stops for good, and several worker processes share thousands of events while one is killed mid-run without
+ * losing any. Every test uses its own key prefix and removes it afterwards.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHmac, randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebhookStore } from '../../data/webhook-store.ts';
+import { OutboxRelay, RedisDeliveryQueue, retryDelay, startRedisWorker } from '../../jobs/webhooks/redis-queue.ts';
+import { WebhookService } from '../../jobs/webhooks/service.ts';
+import { pinnedPost } from '../../jobs/webhooks/ssrf.ts';
+import { RETRY_DELAYS_MS, type Send } from '../../jobs/webhooks/worker.ts';
+import { selfSignedCert } from '../helpers/tls.ts';
+
+interface Received {
+  at: number;
+  headers: Record<string, string>;
+  body: string;
+  status: number;
+}
+
+let receiver: Server;
+let port: number;
+let ca: string;
+let dir: string;
+let redis: Redis;
+const received: Received[] = [];
+let answer: (headers: Record<string, string>) => number = () => 200;
+const prefixes: string[] = [];
+
+const newPrefix = () => {
+  const p = `test-wh-${randomBytes(6).toString('hex')}`;
+  prefixes.push(p);
+  return p;
+};
+const target = () => `https://127.0.0.1:${port}/hooks`;
+const send: Send = (url, body, headers) =>
+  pinnedPost(url, body, headers, { allowlist: [`127.0.0.1:${port}`], ca, timeoutMs: 5_000 }).then((r) => ({ ok: r.ok, status: r.status || null, error: r.error }));
+const until = async (cond: () => boolean | Promise<boolean>, ms = 20_000) => {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+};
+
+beforeAll(async () => {
+  const cert = await selfSignedCert();
+  ca = cert.cert;
+  receiver = createServer({ key: cert.key, cert: cert.cert }, (req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+    req.on('end', () => {
+      const headers = req.headers as Record<string, string>;
+      const status = answer(headers);
+      received.push({ at: Date.now(), headers, body, status });
+      res.statusCode = status;
+      res.end('ok');
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
+  port = (receiver.address() as AddressInfo).port;
+  dir = await mkdtemp(join(tmpdir(), 'webhooks-redis-'));
+  redis = new Redis('redis://127.0.0.1:6379', { maxRetriesPerRequest: null });
+  await redis.ping();
+});
+
+afterAll(async () => {
+  for (const p of prefixes) {
+    const keys = await redis.keys(`${p}:*`);
+    if (keys.length) await redis.del(...keys);
+  }
+  redis?.disconnect();
+  await new Promise((r) => receiver?.close(r));
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('retry schedule', () => {
+  it('maps tries to the spec delays (BullMQ passes the tries made so far) and stops after the seventh try', () => {
+    expect([1, 2, 3, 4, 5, 6].map((n) => retryDelay(n))).toEqual([...RETRY_DELAYS_MS]);
+    expect(RETRY_DELAYS_MS).toEqual([5_000, 30_000, 300_000, 3_600_000, 21_600_000, 86_400_000]);
+    expect(retryDelay(7)).toBe(-1);
+    expect(retryDelay(0)).toBe(-1);
+  });
+
+  it('retries a failing receiver seven times in all with one event id, on the (scaled) schedule, then never again', async () => {
+    const prefix = newPrefix();
+    const scaled = [100, 200, 300, 400, 500, 600];
+    const store = new WebhookStore(join(dir, `${prefix}.sqlite`));
+    const queue = new RedisDeliveryQueue({ connection: redis, prefix });
+    const sub = store.create({ user_id: 'u1', target_url: target(), event_types: ['market.resolved'], filter_json: {}, active: true, secret: 'whsec_retry' }, Date.now());
+    await queue.syncTargets(store.targets());
+    const worker = startRedisWorker({ connection: redis, prefix, send, retryDelaysMs: scaled });
+    const relay = new OutboxRelay({ store, queue });
+    received.length = 0;
+    answer = () => 500;
+    store.enqueue({ id: 'evt_retry', type: 'market.resolved', body: '{"type":"market.resolved"}' }, [{ id: sub.id, user_id: 'u1' }], () => 10, Date.now());
+    expect(await relay.runDue()).toBe(1);
+    expect(store.delivery('evt_retry', sub.id)?.status).toBe('queued');
+    await until(async () => (await queue.state('evt_retry', sub.id))?.status === 'exhausted');
+    await new Promise((r) => setTimeout(r, 1500)); // nothing more comes
+    expect(received).toHaveLength(7);
+    expect(new Set(received.map((r) => r.headers['x-service-event-id']))).toEqual(new Set(['evt_retry']));
+    const gaps = received.slice(1).map((r, i) => r.at - received[i]!.at);
+    gaps.forEach((g, i) => {
+      expect(g, `gap ${i + 1}`).toBeGreaterThanOrEqual(scaled[i]! - 5);
+      expect(g, `gap ${i + 1}`).toBeLessThan(scaled[i]! + 1000);
+    });
+    expect(await queue.state('evt_retry', sub.id)).toMatchObject({ status: 'exhausted', attempts: 7, last_status: 500 });
+    answer = () => 200;
+    await worker.close();
+    await queue.close();
+    store.close();
+  }, 30_000);
+
+  it('a delivery the SQLite worker already tried keeps its count after the hand-off', async () => {
+    const prefix = newPrefix();
+    const scaled = [50, 50, 50, 50, 50, 50];
+    const store = new WebhookStore(join(dir, `${prefix}.sqlite`));
+    const queue = new RedisDeliveryQueue({ connection: redis, prefix });
+    const sub = store.create({ user_id: 'u1', target_url: target(), event_types: ['market.resolved'], filter_json: {}, active: true, secret: 'whsec_prior' }, Date.now());
+    await queue.syncTargets(store.targets());
+    store.enqueue({ id: 'evt_prior', type: 'market.resolved', body: '{}' }, [{ id: sub.id, user_id: 'u1' }], () => 10, 0);
+    // three tries already made here (as the SQLite worker would have recorded them), due again now
+    const [row] = store.claim(1, 0, 0);
+    for (let i = 0; i < 3; i++) store.failed(row!.delivery_id, 500, 'http 500', 0);
+    const worker = startRedisWorker({ connection: redis, prefix, send, retryDelaysMs: scaled });
+    received.length = 0;
+    answer = () => 503;
+    await new OutboxRelay({ store, queue }).runDue();
+    await until(async () => (await queue.state('evt_prior', sub.id))?.status === 'exhausted');
+    expect(received).toHaveLength(4); // 3 + 4 = 7 tries in all
+    expect(await queue.state('evt_prior', sub.id)).toMatchObject({ attempts: 7, last_status: 503 });
+    answer = () => 200;
+    await worker.close();
+    await queue.close();
+    store.close();
+  }, 30_000);
+});
+
+describe('the service in Redis mode', () => {
+  let store: WebhookStore;
+  let svc: WebhookService;
+  let prefix: string;
+
+  beforeAll(async () => {
+    prefix = newPrefix();
+    store = new WebhookStore(join(dir, 'service.sqlite'));
+    svc = new WebhookService({ store, planOf: () => 'pro', allowlist: [`127.0.0.1:${port}`], ca, redis: { connection: redis, prefix } });
+    await svc.start();
+  });
+  afterAll(async () => {
+    await svc?.stop();
+    store?.close();
+  });
+
+  /** The signature recomputed from scratch: HMAC-SHA256 keyed by the secret over "<t>.<raw body>". */
+  const independentCheck = (r: Received, secret: string) => {
+    const m = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(r.headers['x-service-signature'] ?? '');
+    return !!m && createHmac('sha256', secret).update(`${m[1]}.${r.body}`).digest('hex') === m[2];
+  };
+
+  it('sends a signed test event through a worker and reports its first try', async () => {
+    const { subscription, secret } = await svc.create('u1', 'pro', { target_url: target(), event_types: ['service.test', 'trader.fill'] });
+    expect(JSON.parse((await redis.hget(svc.queue!.targetsKey, subscription.id))!)).toEqual({ target_url: target(), secret });
+    received.length = 0;
+    const out = await svc.test('u1', subscription.id);
+    expect(out).toMatchObject({ delivered: true, http_status: 200, attempts: 1, error: null, next_attempt_at: null });
+    expect(received).toHaveLength(1);
+    expect(received[0]!.headers['x-service-event-id']).toBe(out.event_id);
+    expect(received[0]!.headers['user-agent']).toBe('Service-Webhook/1.0');
+    expect(independentCheck(received[0]!, secret)).toBe(true);
+    expect(store.delivery(out.event_id, subscription.id)?.status).toBe('queued');
+  });
+
+  it('delivers published events once each, even when the relay hands the same rows off twice (a crash before marking)', async () => {
+    const [sub] = svc.list('u1');
+    received.length = 0;
+    const events = Array.from({ length: 20 }, (_, i) => svc.publish('trader.fill', { trader_proxy: '0x' + '12'.repeat(20), size_usdc: 100 + i, tx_hash: `0x${i}` }).event_id);
+    await until(() => received.length >= 20);
+    // replay the hand-off of the same deliveries, as a relay restarted after a crash would
+    const rows = events.map((e) => store.delivery(e, sub!.id)!);
+    expect(rows.every((r) => r.status === 'queued')).toBe(true);
+    await svc.queue!.add(rows.map((r) => ({ event_id: r.event_id, subscription_id: r.subscription_id, type: r.type, body: r.body, prior_attempts: 0 })), 7);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(received.map((r) => r.headers['x-service-event-id']).sort()).toEqual([...events].sort());
+  });
+
+  it('drops jobs of a deleted subscription instead of sending them', async () => {
+    const [sub] = svc.list('u1');
+    expect(svc.remove('u1', sub!.id)).toBe(true);
+    await until(async () => (await redis.hexists(svc.queue!.targetsKey, sub!.id)) === 0);
+    received.length = 0;
+    await svc.queue!.add([{ event_id: 'evt_late', subscription_id: sub!.id, type: 'trader.fill', body: '{}', prior_attempts: 0 }], 7);
+    await until(async () => (await svc.queue!.state('evt_late', sub!.id))?.status === 'dropped');
+    expect(received).toHaveLength(0);
+  });
+
+  it('repairs the target mirror when it was lost', async () => {
+    const { subscription, secret } = await svc.create('u1', 'pro', { target_url: target(), event_types: ['service.test'] });
+    await redis.del(svc.queue!.targetsKey);
+    await svc.stop();
+    svc = new WebhookService({ store, planOf: () => 'pro', allowlist: [`127.0.0.1:${port}`], ca, redis: { connection: redis, prefix } });
+    await svc.start();
+    expect(JSON.parse((await redis.hget(svc.queue!.targetsKey, subscription.id))!)).toEqual({ target_url: target(), secret });
+  });
+});
+
+describe('several workers', () => {
+  it('share thousands of events while one is killed mid-run and the receiver fails 30% of the time; none is lost', async () => {
+    const prefix = newPrefix();
+    const store = new WebhookStore(join(dir, `${prefix}.sqlite`));
+    const queue = new RedisDeliveryQueue({ connection: redis, prefix });
+    const sub = store.create({ user_id: 'u_crash', target_url: target(), event_types: ['trader.fill'], filter_json: {}, active: true, secret: 'whsec_crash' }, Date.now());
+    await queue.syncTargets(store.targets());
+    const N = 2000;
+    const ids = Array.from({ length: N }, (_, i) => `evt_many_${i}`);
+    for (const id of ids) store.enqueue({ id, type: 'trader.fill', body: JSON.stringify({ type: 'trader.fill', data: { id } }) }, [{ id: sub.id, user_id: 'u_crash' }], () => 1e9, Date.now());
+    expect(await new OutboxRelay({ store, queue }).runDue()).toBe(N);
+    expect(store.counts()).toMatchObject({ pending: 0, queued: N });
+
+    let seed = 7;
+    const rnd = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32;
+    received.length = 0;
+    answer = () => (rnd() < 0.3 ? 503 : 200);
+    const caFile = join(dir, 'ca.pem');
+    await writeFile(caFile, ca);
+    // the 24 h schedule divided by 36,000: the last retry comes 2.4 s after the sixth failure
+    const env = { ...process.env, WEBHOOK_PREFIX: prefix, WEBHOOK_ALLOW: `127.0.0.1:${port}`, WEBHOOK_CA: caFile, WEBHOOK_SPEEDUP: '36000' };
+    const tries = new Map<ChildProcess, number>();
+    const startWorker = async (): Promise<ChildProcess> => {
+      const child = spawn(process.execPath, ['--import', 'tsx', join('test', 'helpers', 'webhook-redis-worker-child.ts')], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+      tries.set(child, 0);
+      let buf = '';
+      await new Promise<void>((ready) =>
+        child.stdout!.on('data', (c: Buffer) => {
+          buf += c.toString();
+          const lines = buf.split('\n');
+          buf = lines.pop()!;
+          for (const l of lines) {
+            if (l === 'ready') ready();
+            else tries.set(child, tries.get(child)! + 1);
+          }
+        }),
+      );
+      return child;
+    };
+    const [a, b] = await Promise.all([startWorker(), startWorker()]);
+    await until(() => received.length >= N / 3, 60_000);
+    a.kill('SIGKILL'); // mid-run: jobs in flight and locked
+    await new Promise((r) => a.once('exit', r));
+    const c = await startWorker();
+    await until(async () => {
+      const k = await queue.counts();
+      return k.waiting + k.active + k.delayed === 0;
+    }, 120_000);
+    for (const w of [b, c]) w.kill('SIGTERM');
+    await Promise.all([b, c].map((w) => new Promise((r) => w.once('exit', r))));
+    answer = () => 200;
+    const counts = await queue.counts();
+    await queue.close();
+    store.close();
+
+    expect(counts.completed + counts.failed).toBe(N);
+    // all seven tries refused: expected for N x 0.3^7 ≈ 0.4 events
+    expect(counts.failed).toBeLessThanOrEqual(3);
+    const ok = new Set(received.filter((r) => r.status === 200).map((r) => r.headers['x-service-event-id']));
+    const byEvent = new Map<string, number>();
+    for (const r of received) byEvent.set(r.headers['x-service-event-id']!, (byEvent.get(r.headers['x-service-event-id']!) ?? 0) + 1);
+    const notDelivered = ids.filter((id) => !ok.has(id));
+    expect(notDelivered).toHaveLength(counts.failed);
+    for (const id of notDelivered) expect(byEvent.get(id), id).toBeGreaterThanOrEqual(7);
+    for (const r of received) expect(ids).toContain(r.headers['x-service-event-id']);
+    // every worker took part, the killed one included
+    for (const w of [a, b, c]) expect(tries.get(w)).toBeGreaterThan(0);
+    expect(received.length).toBeGreaterThan(N);
+  }, 180_000);
+});
