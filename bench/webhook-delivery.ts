@@ -2,8 +2,10 @@
  * Benchmark: webhook producers and delivery end to end on this machine.
  *  1. event → enqueue: 100,000 subscriptions, trader.fill events published at 10x the live rate (680/s) for
  *     `--seconds`; per event: index match + the outbox transaction (SQLite, one row per matching subscription).
- *  2. delivery: `--deliveries` pending deliveries drained by one worker to an HTTPS receiver on loopback (signed,
- *     SSRF-checked, pinned connection per request).
+ *  2. delivery: `--deliveries` pending deliveries drained by one worker (16 in flight) to an HTTPS receiver on
+ *     loopback (signed, SSRF-checked, pinned to the checked address), twice: with a new TCP+TLS connection per
+ *     delivery (pinnedPost `pool: false`), and with keep-alive connection reuse (the default shared pool). The
+ *     service's sender is replaced by the same pinnedPost call with the pool option chosen per run.
  *   npm run bench:webhook-delivery -- [--subs 100000] [--seconds 10] [--deliveries 3000]
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -14,6 +16,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { WebhookStore } from '../data/webhook-store.ts';
 import { WebhookService } from '../jobs/webhooks/service.ts';
+import { closeDefaultDeliveryPool, pinnedPost } from '../jobs/webhooks/ssrf.ts';
 import { selfSignedCert } from '../test/helpers/tls.ts';
 
 const { values } = parseArgs({ options: { subs: { type: 'string' }, seconds: { type: 'string' }, deliveries: { type: 'string' } } });
@@ -31,6 +34,7 @@ const market = (i: number) => `0x${hex(i, 64)}`;
 const dir = await mkdtemp(join(tmpdir(), 'bench-webhooks-'));
 const cert = await selfSignedCert();
 let hits = 0;
+let handshakes = 0;
 const receiver = createServer({ key: cert.key, cert: cert.cert }, (req, res) => {
   req.resume();
   req.on('end', () => {
@@ -38,6 +42,7 @@ const receiver = createServer({ key: cert.key, cert: cert.cert }, (req, res) => 
     res.end('ok');
   });
 });
+receiver.on('secureConnection', () => handshakes++);
 await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
 const port = (receiver.address() as AddressInfo).port;
 const target = `https://127.0.0.1:${port}/hook`;
@@ -57,7 +62,18 @@ store.db.transaction(() => {
     store.create({ user_id: `u${i % 5000}`, target_url: target, event_types: ['trader.fill'], filter_json: filter, active: true, secret: 'whsec_bench' }, Date.now());
   }
 })();
-const svc = new WebhookService({ store, planOf: () => 'desk', allowlist: [`127.0.0.1:${port}`], ca: cert.cert });
+// the delivery path of the service (WebhookService -> DeliveryWorker -> pinnedPost), with the connection pool chosen
+// per run: false = a new TLS connection per delivery, undefined = the shared keep-alive pool (the default)
+let reuse = false;
+const allowlist = [`127.0.0.1:${port}`];
+const svc = new WebhookService({
+  store,
+  planOf: () => 'desk',
+  allowlist,
+  ca: cert.cert,
+  send: (url, body, headers) =>
+    pinnedPost(url, body, headers, { allowlist, ca: cert.cert, pool: reuse ? undefined : false }).then((r) => ({ ok: r.ok, status: r.status || null, error: r.error })),
+});
 console.log(`${SUBS.toLocaleString()} subscriptions stored and indexed in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 
 // 1. event → enqueue at 680/s
@@ -80,18 +96,24 @@ const wall = (performance.now() - start) / 1000;
 console.log(`event → enqueue: ${total.toLocaleString()} trader.fill events at ${RATE}/s over ${wall.toFixed(1)} s; ${enqueued.toLocaleString()} deliveries enqueued (${(enqueued / total).toFixed(2)} per event)`);
 console.log(`  latency per event (match + outbox transaction): p50 ${pct(lat, 0.5).toFixed(3)} ms, p99 ${pct(lat, 0.99).toFixed(3)} ms, max ${Math.max(...lat).toFixed(1)} ms`);
 
-// 2. delivery throughput
+// 2. delivery throughput, without and with connection reuse
 store.db.prepare(`UPDATE webhook_deliveries SET status = 'dropped' WHERE status = 'pending'`).run();
 const one = store.create({ user_id: 'u_bench', target_url: target, event_types: ['trader.fill'], filter_json: {}, active: true, secret: 'whsec_bench' }, Date.now());
-store.db.transaction(() => {
-  for (let i = 0; i < DELIVERIES; i++) store.enqueue({ id: `evt_d_${i}`, type: 'trader.fill', body: JSON.stringify({ type: 'trader.fill', emitted_at: new Date().toISOString(), data: { i } }) }, [{ id: one.id, user_id: 'u_bench' }], () => 1e9, Date.now());
-})();
-hits = 0;
-const d0 = performance.now();
-await svc.worker.runDue();
-const secs = (performance.now() - d0) / 1000;
-console.log(`delivery: ${hits.toLocaleString()} of ${DELIVERIES.toLocaleString()} signed deliveries to a loopback HTTPS receiver in ${secs.toFixed(1)} s = ${(hits / secs).toFixed(0)}/s (16 in flight, a new TLS connection each)`);
+for (const mode of ['new', 'reuse'] as const) {
+  reuse = mode === 'reuse';
+  store.db.transaction(() => {
+    for (let i = 0; i < DELIVERIES; i++) store.enqueue({ id: `evt_d_${mode}_${i}`, type: 'trader.fill', body: JSON.stringify({ type: 'trader.fill', emitted_at: new Date().toISOString(), data: { i } }) }, [{ id: one.id, user_id: 'u_bench' }], () => 1e9, Date.now());
+  })();
+  hits = 0;
+  handshakes = 0;
+  const d0 = performance.now();
+  await svc.worker.runDue();
+  const secs = (performance.now() - d0) / 1000;
+  const how = reuse ? `keep-alive connection reuse, default pool: ${handshakes} TLS connections` : `pool: false, a new TLS connection each: ${handshakes} TLS connections`;
+  console.log(`delivery: ${hits.toLocaleString()} of ${DELIVERIES.toLocaleString()} signed deliveries to a loopback HTTPS receiver in ${secs.toFixed(1)} s = ${(hits / secs).toFixed(0)}/s (16 in flight; ${how})`);
+}
 
+closeDefaultDeliveryPool();
 store.close();
 await new Promise((r) => receiver.close(r));
 await rm(dir, { recursive: true, force: true });

@@ -28,6 +28,40 @@
  *    An entry matching the URL's host:port relaxes the syntactic host/port rules of `parseTarget`; an entry matching
  *    a resolved "address:port" lets that address through the public-unicast check. Production code must never pass
  *    one, and nothing here reads it from the environment; it exists so tests can reach a loopback HTTPS receiver.
+ *
+ * Connection reuse (`DeliveryAgentPool`, option `pool`):
+ *  - By default `pinnedPost` sends through a shared keep-alive pool (one `https.Agent`); `pool: false` restores one
+ *    new TCP+TLS connection per request with `Connection: close`. Pinning is unchanged: `parseTarget` and
+ *    `resolveTarget` run before EVERY request, pooled or not, and the request is always addressed to the IP literal
+ *    that was just checked (`host` = that address, `servername` = the original name).
+ *  - Why a reused socket cannot be redirected: Node's Agent files sockets under `agent.getName(options)` and hands a
+ *    free socket only to a request with the same name. For https (Node 20, lib/https.js + lib/_http_agent.js,
+ *    checked by reading the bundled source and by calling getName) the name is
+ *    `host:port:localAddress:family` followed by ca, cert, ciphers, key, pfx, rejectUnauthorized, servername,
+ *    minVersion, maxVersion, ... — and `servername` is filled in (from the Host header when not given) before the
+ *    name is computed. Since `host` is always the checked IP literal, a socket is reused only when the freshly
+ *    checked address equals the address that socket was opened to, on the same port, with the same SNI name (so the
+ *    certificate was verified for that name) and the same trust options (`ca`, `rejectUnauthorized`, `minVersion`).
+ *    A DNS answer that changes (rebinding) yields a different checked address, hence a different name, hence a new
+ *    connection to the new, checked address; it never retargets an existing socket. TLS session resumption in the
+ *    agent is keyed by the same name. Nothing that varies per request and matters to the guard is absent from it:
+ *    `lookup` is not in the name but is never called, because the host is an IP literal. The allowlist only decides
+ *    what passes the checks, which run before the pool is consulted. test/jobs/connection-reuse.test.ts checks this
+ *    against real receivers (two loopback addresses behind one name, IP literal vs name, with and without `ca`).
+ *  - Limits: 16 sockets per origin (the delivery worker's default concurrency, so one worker's batch to a single
+ *    receiver never waits for a socket; a request that does wait spends its own deadline waiting), 256 in total,
+ *    LIFO reuse (the most recently used, least likely stale socket first), idle sockets closed after 15 s (sooner
+ *    when the receiver's `Keep-Alive: timeout=` hint says so) and unref'd by the agent while idle, so they never keep
+ *    a process alive. `closeDefaultDeliveryPool()` / `pool.close()` drop
+ *    every socket (shutdown, tests).
+ *  - Every response is read to its end (then the socket goes back to the pool) or the socket is destroyed: on the
+ *    deadline, and when the body cap is hit (a capped body is never returned to the pool half-read).
+ *  - Stale sockets: a keep-alive socket the receiver closed just as we reused it fails with ECONNRESET/EPIPE. When
+ *    that happens on a REUSED socket before any response arrived, the request is retried once, immediately, on a
+ *    new unpooled connection to the same checked address (the one checked for this send; no second lookup), within
+ *    the same overall deadline. (The receiver may have
+ *    seen the first copy; deliveries are at-least-once and carry an event id anyway.) Any other error, or an error on
+ *    a fresh connection, is a failed try as before, and the outbox retries it on its schedule.
  */
 import { promises as dns } from 'node:dns';
 import https from 'node:https';
@@ -65,12 +99,83 @@ export interface PinnedPostOptions {
   lookup?: Lookup;
   /** extra trusted CA certificates (PEM), for test receivers with self-signed certificates */
   ca?: string | Buffer | Array<string | Buffer>;
+  /**
+   * keep-alive connection pool: undefined = the shared process-wide pool (`defaultDeliveryPool()`), a pool = that
+   * pool, false = a new connection per request with `Connection: close`
+   */
+  pool?: DeliveryAgentPool | false;
 }
 
 export const ALLOWED_PORTS: readonly number[] = [443, 8443];
 export const DEFAULT_TIMEOUT_MS = 10_000;
 export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
 const MAX_URL_LENGTH = 2048;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Keep-alive pool
+
+export interface DeliveryAgentPoolOptions {
+  /** sockets per origin (checked address + port + SNI name + TLS options), in use plus idle; default 16 */
+  maxSocketsPerOrigin?: number;
+  /** sockets over all origins; default 256 */
+  maxTotalSockets?: number;
+  /** idle sockets kept per origin; default 16 */
+  maxFreeSockets?: number;
+  /** an idle socket is closed after this many ms (shorter when the server's Keep-Alive hint says so); default 15 000 */
+  idleTimeoutMs?: number;
+}
+
+export const DEFAULT_POOL_MAX_SOCKETS_PER_ORIGIN = 16;
+export const DEFAULT_POOL_MAX_TOTAL_SOCKETS = 256;
+export const DEFAULT_POOL_IDLE_TIMEOUT_MS = 15_000;
+
+/**
+ * A keep-alive pool for pinned deliveries: one `https.Agent` (keepAlive, LIFO). Sockets are filed under the agent's
+ * name for (checked IP, port, family, SNI name, TLS options); see the module comment for why that keeps the SSRF
+ * guarantees. `close()` destroys every socket; the pool stays usable (a later request opens a new connection).
+ */
+export class DeliveryAgentPool {
+  readonly agent: https.Agent;
+
+  constructor(opts: DeliveryAgentPoolOptions = {}) {
+    const maxSockets = opts.maxSocketsPerOrigin ?? DEFAULT_POOL_MAX_SOCKETS_PER_ORIGIN;
+    this.agent = new https.Agent({
+      keepAlive: true,
+      keepAliveMsecs: 1000,
+      maxSockets,
+      maxTotalSockets: opts.maxTotalSockets ?? DEFAULT_POOL_MAX_TOTAL_SOCKETS,
+      maxFreeSockets: opts.maxFreeSockets ?? maxSockets,
+      scheduling: 'lifo',
+      // the socket idle timeout: an idle pooled socket that times out is destroyed by the agent
+      timeout: opts.idleTimeoutMs ?? DEFAULT_POOL_IDLE_TIMEOUT_MS,
+    });
+  }
+
+  /** open sockets: in use, idle in the pool, and requests waiting for a socket (for tests and metrics) */
+  stats(): { active: number; idle: number; waiting: number } {
+    const count = (m: NodeJS.ReadOnlyDict<unknown[]>) => Object.values(m).reduce((n, l) => n + (l?.length ?? 0), 0);
+    return { active: count(this.agent.sockets), idle: count(this.agent.freeSockets), waiting: count(this.agent.requests) };
+  }
+
+  /** destroy every socket (in use or idle); requests in flight on them fail */
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+let sharedPool: DeliveryAgentPool | null = null;
+
+/** The process-wide pool `pinnedPost` uses when no `pool` option is given (created on first use). */
+export function defaultDeliveryPool(): DeliveryAgentPool {
+  sharedPool ??= new DeliveryAgentPool();
+  return sharedPool;
+}
+
+/** Close the shared pool's sockets (shutdown, tests); a later default send creates a fresh pool. */
+export function closeDefaultDeliveryPool(): void {
+  sharedPool?.close();
+  sharedPool = null;
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Address classification
@@ -312,6 +417,7 @@ export async function resolveTarget(
 /**
  * POSTs `body` to `url`, connecting only to the address that `resolveTarget` checked. Never throws.
  * `headers` are sent as given (Host and Content-Length are set here; User-Agent defaults to Service-Webhook/1.0).
+ * The connection comes from `opts.pool` (default: the shared keep-alive pool) or is a new one (`pool: false`).
  */
 export async function pinnedPost(
   url: string,
@@ -333,12 +439,22 @@ export async function pinnedPost(
     timer = setTimeout(() => resolve('timeout'), timeoutMs);
   });
   try {
+    const pool = opts.pool === false ? null : (opts.pool ?? defaultDeliveryPool());
+    // DNS is resolved and checked for every request, pooled or not: the pool only ever sees checked addresses
     const resolved = await Promise.race([resolveTarget(hostname, { port, lookup: opts.lookup, allowlist: opts.allowlist }), deadline]);
     if (resolved === 'timeout') return { status: 0, ok: false, error: `timeout after ${timeoutMs} ms (dns)` };
     if (!resolved.ok) return { status: 0, ok: false, error: `refused: ${resolved.reason}` };
-    const remaining = timeoutMs - (Date.now() - started);
-    if (remaining <= 0) return { status: 0, ok: false, error: `timeout after ${timeoutMs} ms (dns)` };
-    return await send(u, port, hostname, resolved.address, resolved.family, body, headers, remaining, timeoutMs, cap, opts.ca);
+    const remaining = () => timeoutMs - (Date.now() - started);
+    if (remaining() <= 0) return { status: 0, ok: false, error: `timeout after ${timeoutMs} ms (dns)` };
+    const payload = typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+    const target: SendTarget = { u, port, hostname, address: resolved.address, family: resolved.family, payload, headers, timeoutMs, cap, ca: opts.ca };
+    const first = await send(target, pool?.agent ?? false, remaining());
+    if (!first.retry) return first.result;
+    // a reused keep-alive socket turned out to be closed by the receiver before any response: once more, on a new
+    // connection to the same checked address, within the same deadline
+    const left = remaining();
+    if (left <= 0) return first.result;
+    return (await send(target, false, left)).result;
   } catch (e) {
     return { status: 0, ok: false, error: `error: ${(e as Error)?.message ?? String(e)}` };
   } finally {
@@ -346,33 +462,42 @@ export async function pinnedPost(
   }
 }
 
-function send(
-  u: URL,
-  port: number,
-  hostname: string,
-  address: string,
-  family: 4 | 6,
-  body: string | Uint8Array,
-  headers: Record<string, string>,
-  remainingMs: number,
-  timeoutMs: number,
-  cap: number,
-  ca: PinnedPostOptions['ca'],
-): Promise<PostResult> {
-  return new Promise<PostResult>((resolve) => {
+interface SendTarget {
+  u: URL;
+  port: number;
+  hostname: string;
+  /** the checked address (IP literal) */
+  address: string;
+  family: 4 | 6;
+  payload: Buffer;
+  headers: Record<string, string>;
+  timeoutMs: number;
+  cap: number;
+  ca: PinnedPostOptions['ca'];
+}
+
+/** errors that mean "the pooled socket was already closed by the peer" when they hit a reused socket */
+const STALE_SOCKET_CODES = new Set(['ECONNRESET', 'EPIPE']);
+
+/**
+ * One request on one connection: `agent` is the pool's agent (a free socket for exactly this name is reused, or a
+ * new one opened) or false (a new connection, `Connection: close`). `retry` is true only for a stale reused socket.
+ */
+function send(t: SendTarget, agent: https.Agent | false, remainingMs: number): Promise<{ result: PostResult; retry: boolean }> {
+  const { u, port, hostname, address, family, payload, timeoutMs, cap, ca } = t;
+  return new Promise((resolve) => {
     let settled = false;
     let status = 0;
     let timer: NodeJS.Timeout | undefined;
-    const finish = (r: PostResult) => {
+    const finish = (result: PostResult, retry = false) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      resolve(r);
+      resolve({ result, retry });
     };
-    const payload = typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
     const outHeaders: Record<string, string> = {};
     let hasUa = false;
-    for (const [k, v] of Object.entries(headers)) {
+    for (const [k, v] of Object.entries(t.headers)) {
       const lk = k.toLowerCase();
       if (lk === 'host' || lk === 'content-length' || lk === 'transfer-encoding' || lk === 'connection') continue;
       if (lk === 'user-agent') hasUa = true;
@@ -381,7 +506,8 @@ function send(
     if (!hasUa) outHeaders['User-Agent'] = 'Service-Webhook/1.0';
     outHeaders['Host'] = u.host; // original host[:port], exactly as the URL spelled it (normalized)
     outHeaders['Content-Length'] = String(payload.length);
-    outHeaders['Connection'] = 'close';
+    // pooled: the keep-alive agent sends "Connection: keep-alive" itself
+    if (agent === false) outHeaders['Connection'] = 'close';
 
     // Belt and braces: the request targets an IP literal so Node performs no lookup, but if it ever did, it gets the
     // checked address and nothing else.
@@ -393,6 +519,8 @@ function send(
     let req: ReturnType<typeof https.request>;
     try {
       req = https.request({
+        // the pool key (agent.getName) starts with host:port:localAddress:family, so a pooled socket is only ever
+        // reused for this same checked address
         host: address,
         family,
         port,
@@ -402,7 +530,7 @@ function send(
         // SNI and certificate verification use the original name; an IP-literal target is verified against its IP SAN
         ...(isIP(hostname) ? {} : { servername: hostname }),
         lookup: pinned,
-        agent: false,
+        agent,
         rejectUnauthorized: true,
         minVersion: 'TLSv1.2',
         ...(ca !== undefined ? { ca } : {}),
@@ -418,21 +546,26 @@ function send(
       return { status, ok: false, error: `http ${status}`, address };
     };
     timer = setTimeout(() => {
-      // once the status line is in, a slow or endless body does not change the verdict
+      // once the status line is in, a slow or endless body does not change the verdict; the socket is destroyed
+      // either way (never returned to the pool mid-response)
       finish(status ? verdict() : { status: 0, ok: false, error: `timeout after ${timeoutMs} ms`, address });
       req.destroy(new Error('timeout'));
     }, remainingMs);
 
     req.on('error', (e: Error & { code?: string }) => {
-      finish(status ? verdict() : { status: 0, ok: false, error: `error: ${e.code ?? e.message}`, address });
+      if (status) return finish(verdict());
+      const stale = agent !== false && req.reusedSocket && STALE_SOCKET_CODES.has(e.code ?? '');
+      finish({ status: 0, ok: false, error: `error: ${e.code ?? e.message}`, address }, stale);
     });
     req.on('response', (res: IncomingMessage) => {
       status = res.statusCode ?? 0;
       let read = 0;
+      // reading to the end hands a keep-alive socket back to the pool
       res.on('data', (chunk: Buffer) => {
         read += chunk.length;
         if (read >= cap) {
-          // enough: the body is discarded anyway; drop the connection rather than read an unbounded stream
+          // enough: the body is discarded anyway; drop the connection (never pooled) rather than read an unbounded
+          // stream
           finish(verdict());
           req.destroy();
         }
