@@ -46,6 +46,34 @@ export interface DeliveryRow {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+
+interface SecretRow {
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_until_ms: number | null;
+}
+
+/** Where and how to deliver for one subscription: its URL, its secret and the rotated-out one with its end. */
+export interface DeliveryTarget {
+  id: string;
+  target_url: string;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_until_ms: number | null;
+}
+
+/** The current secret, then the previous one while `nowMs` is before its end. */
+export function activeSecrets(r: SecretRow, nowMs: number): string[] {
+  return r.previous_secret && (r.previous_secret_until_ms ?? 0) > nowMs ? [r.secret, r.previous_secret] : [r.secret];
+}
+
+const toTarget = (r: SecretRow & { id: string; target_url: string }): DeliveryTarget => ({
+  id: r.id,
+  target_url: r.target_url,
+  secret: r.secret,
+  previous_secret: r.previous_secret ?? null,
+  previous_secret_until_ms: r.previous_secret_until_ms ?? null,
+});
 const B32 = 'abcdefghijklmnopqrstuvwxyz234567';
 /** prefix_ + 16 base32 characters (80 random bits) */
 export function shortId(prefix: string): string {
@@ -96,8 +124,13 @@ export class WebhookStore {
       CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries(status, next_attempt_ms);
       CREATE INDEX IF NOT EXISTS webhook_deliveries_quota ON webhook_deliveries(user_id, month);
       CREATE INDEX IF NOT EXISTS webhook_deliveries_created ON webhook_deliveries(created_ms);
+      CREATE INDEX IF NOT EXISTS webhook_deliveries_sub ON webhook_deliveries(subscription_id, delivery_id);
       CREATE TABLE IF NOT EXISTS webhook_usage (
         user_id TEXT NOT NULL, month TEXT NOT NULL, used INTEGER NOT NULL, PRIMARY KEY (user_id, month)) WITHOUT ROWID;`);
+    // secret rotation (added later): the secret being rotated out, and until when deliveries are also signed with it
+    const cols = new Set((this.db.prepare(`PRAGMA table_info(webhook_subscriptions)`).all() as { name: string }[]).map((c) => c.name));
+    if (!cols.has('previous_secret')) this.db.exec(`ALTER TABLE webhook_subscriptions ADD COLUMN previous_secret TEXT`);
+    if (!cols.has('previous_secret_until_ms')) this.db.exec(`ALTER TABLE webhook_subscriptions ADD COLUMN previous_secret_until_ms INTEGER`);
     this.usedStmt = this.db.prepare(`SELECT used FROM webhook_usage WHERE user_id = ? AND month = ?`);
     this.bumpStmt = this.db.prepare(`INSERT INTO webhook_usage (user_id, month, used) VALUES (?, ?, ?) ON CONFLICT (user_id, month) DO UPDATE SET used = used + excluded.used`);
   }
@@ -125,6 +158,24 @@ export class WebhookStore {
 
   secretOf(id: string): string | null {
     return (this.db.prepare(`SELECT secret FROM webhook_subscriptions WHERE id = ?`).get(id) as { secret: string } | undefined)?.secret ?? null;
+  }
+
+  /** The secrets a delivery is signed with now: the current one, then the rotated-out one while its grace lasts. */
+  signingSecrets(id: string, nowMs: number): string[] {
+    const r = this.db.prepare(`SELECT secret, previous_secret, previous_secret_until_ms FROM webhook_subscriptions WHERE id = ?`).get(id) as SecretRow | undefined;
+    return r ? activeSecrets(r, nowMs) : [];
+  }
+
+  /** Replace the signing secret; the old one keeps signing (alongside) until `graceUntilMs`. */
+  rotateSecret(id: string, userId: string, secret: string, graceUntilMs: number, nowMs: number): boolean {
+    return (
+      this.db
+        .prepare(
+          `UPDATE webhook_subscriptions SET previous_secret = CASE WHEN ? > ? THEN secret END, previous_secret_until_ms = CASE WHEN ? > ? THEN ? END,
+           secret = ?, updated_at = ? WHERE id = ? AND user_id = ?`,
+        )
+        .run(graceUntilMs, nowMs, graceUntilMs, nowMs, graceUntilMs, secret, iso(nowMs), id, userId).changes === 1
+    );
   }
 
   listFor(userId: string): SubscriptionRow[] {
@@ -252,9 +303,14 @@ export class WebhookStore {
     })();
   }
 
-  /** Every subscription's target and signing secret (what Redis workers on other machines need to deliver). */
-  targets(): { id: string; target_url: string; secret: string }[] {
-    return this.db.prepare(`SELECT id, target_url, secret FROM webhook_subscriptions ORDER BY id`).all() as { id: string; target_url: string; secret: string }[];
+  /** Every subscription's target and signing secrets (what Redis workers on other machines need to deliver). */
+  targets(): DeliveryTarget[] {
+    return (this.db.prepare(`SELECT id, target_url, secret, previous_secret, previous_secret_until_ms FROM webhook_subscriptions ORDER BY id`).all() as (SecretRow & { id: string; target_url: string })[]).map(toTarget);
+  }
+
+  target(id: string): DeliveryTarget | null {
+    const r = this.db.prepare(`SELECT id, target_url, secret, previous_secret, previous_secret_until_ms FROM webhook_subscriptions WHERE id = ?`).get(id) as (SecretRow & { id: string; target_url: string }) | undefined;
+    return r ? toTarget(r) : null;
   }
 
   /**
@@ -263,6 +319,16 @@ export class WebhookStore {
    */
   prune(beforeMs: number): number {
     return this.db.prepare(`DELETE FROM webhook_deliveries WHERE status <> 'pending' AND created_ms < ?`).run(beforeMs).changes;
+  }
+
+  /** A subscription's deliveries, newest first, before the delivery id `before` (keyset pagination). */
+  deliveriesOf(subscriptionId: string, opts: { limit: number; before?: number; status?: DeliveryStatus }): DeliveryRow[] {
+    return this.db
+      .prepare(
+        `SELECT * FROM webhook_deliveries WHERE subscription_id = ? AND delivery_id < ? AND (? IS NULL OR status = ?)
+         ORDER BY delivery_id DESC LIMIT ?`,
+      )
+      .all(subscriptionId, opts.before ?? Number.MAX_SAFE_INTEGER, opts.status ?? null, opts.status ?? null, opts.limit) as DeliveryRow[];
   }
 
   delivery(eventId: string, subscriptionId: string): DeliveryRow | null {

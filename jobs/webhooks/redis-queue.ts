@@ -24,7 +24,7 @@
  */
 import { Queue, UnrecoverableError, Worker, type Job, type ConnectionOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { DeliveryRow, WebhookStore } from '../../data/webhook-store.ts';
+import { activeSecrets, type DeliveryRow, type DeliveryTarget, type WebhookStore } from '../../data/webhook-store.ts';
 import { deliveryHeaders, RETRY_DELAYS_MS, type Send } from './worker.ts';
 
 export const QUEUE_NAME = 'webhook-deliveries';
@@ -105,8 +105,8 @@ export class RedisDeliveryQueue {
 
   // Subscription targets mirrored for workers on other machines ----------------------------------------------
 
-  async putTarget(id: string, targetUrl: string, secret: string): Promise<void> {
-    await this.redis.hset(this.targetsKey, id, JSON.stringify({ target_url: targetUrl, secret }));
+  async putTarget(t: DeliveryTarget): Promise<void> {
+    await this.redis.hset(this.targetsKey, t.id, mirrorValue(t));
   }
 
   async removeTarget(id: string): Promise<void> {
@@ -114,11 +114,11 @@ export class RedisDeliveryQueue {
   }
 
   /** Replace the whole mirror with the store's subscriptions, atomically. */
-  async syncTargets(all: readonly { id: string; target_url: string; secret: string }[]): Promise<void> {
+  async syncTargets(all: readonly DeliveryTarget[]): Promise<void> {
     const tmp = `${this.targetsKey}:sync`;
     const m = this.redis.multi().del(tmp);
     for (let i = 0; i < all.length; i += 1000) {
-      const chunk = all.slice(i, i + 1000).flatMap((s) => [s.id, JSON.stringify({ target_url: s.target_url, secret: s.secret })]);
+      const chunk = all.slice(i, i + 1000).flatMap((s) => [s.id, mirrorValue(s)]);
       m.hset(tmp, ...chunk);
     }
     if (all.length) m.rename(tmp, this.targetsKey);
@@ -185,13 +185,14 @@ export function startRedisWorker(o: RedisWorkerOptions): Worker<DeliveryJob> {
     async (job) => {
       const raw = await redis.hget(targetsKey, job.data.subscription_id);
       if (!raw) throw new UnrecoverableError('subscription deleted');
-      const target = JSON.parse(raw) as { target_url: string; secret: string };
-      const t = Math.floor(now().getTime() / 1000);
+      const target = JSON.parse(raw) as DeliveryTarget;
+      const nowMs = now().getTime();
+      const t = Math.floor(nowMs / 1000);
       let ok = false;
       let status: number | null = null;
       let error: string | undefined;
       try {
-        const r = await o.send(target.target_url, job.data.body, deliveryHeaders(job.data, target.secret, t));
+        const r = await o.send(target.target_url, job.data.body, deliveryHeaders(job.data, activeSecrets(target, nowMs), t));
         status = r.status;
         error = r.error;
         ok = r.ok && status !== null && status >= 200 && status < 300;
@@ -288,5 +289,9 @@ export class OutboxRelay {
     await this.running?.catch(() => {});
   }
 }
+
+/** The mirror holds exactly what a worker needs: URL and secrets (the rotated-out one with its end). */
+const mirrorValue = (t: DeliveryTarget): string =>
+  JSON.stringify({ target_url: t.target_url, secret: t.secret, previous_secret: t.previous_secret, previous_secret_until_ms: t.previous_secret_until_ms });
 
 const toJob = (r: DeliveryRow): DeliveryJob => ({ event_id: r.event_id, subscription_id: r.subscription_id, type: r.type, body: r.body, prior_attempts: r.attempts });

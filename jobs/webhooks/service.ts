@@ -13,7 +13,7 @@ import { PLANS, type PlanId } from '../../core/plans.ts';
 import type { QueryRunner } from '../../core/query.ts';
 import { signalFromFill } from '../../core/signals.ts';
 import { EventTypes, FilterJson, SubscriptionIndex, type EventType } from '../../core/webhook-filters.ts';
-import { shortId, type SubscriptionRow, type SubscriptionView, type WebhookStore } from '../../data/webhook-store.ts';
+import { shortId, type DeliveryRow, type SubscriptionRow, type SubscriptionView, type WebhookStore } from '../../data/webhook-store.ts';
 import { CodedError } from '../../core/coded-error.ts';
 import { newSigningSecret } from './signing.ts';
 import { parseTarget, pinnedPost, resolveTarget, type Allowlist, type PinnedPostOptions } from './ssrf.ts';
@@ -67,6 +67,24 @@ export interface DeliveryDriver {
   runDue(): Promise<number>;
   start(everyMs?: number): void;
   stop(): Promise<void>;
+}
+
+export type DeliveryLogStatus = 'pending' | 'delivered' | 'exhausted' | 'dropped';
+
+/** One row of GET /v1/webhooks/{id}/deliveries. */
+export interface DeliveryLogRow {
+  cursor: string;
+  event_id: string;
+  type: string;
+  status: DeliveryLogStatus;
+  /** tries made so far (at most 7) */
+  attempts: number;
+  /** the receiver's last HTTP status, null when none answered */
+  http_status: number | null;
+  error: string | null;
+  created_at: string;
+  delivered_at: string | null;
+  next_attempt_at: string | null;
 }
 
 export interface TestDelivery {
@@ -186,7 +204,7 @@ export class WebhookService {
     const target_url = await this.checkTarget(input.target_url);
     const secret = newSigningSecret();
     const row = this.deps.store.create({ user_id: userId, target_url, event_types, filter_json, active: input.active ?? true, secret }, this.now().getTime());
-    if (!(await this.mirror((q) => q.putTarget(row.id, target_url, secret)))) {
+    if (!(await this.mirror((q) => q.putTarget(this.deps.store.target(row.id)!)))) {
       // workers could not deliver to it yet: refuse rather than accept events that would be dropped
       this.deps.store.delete(row.id, userId);
       throw new WebhookError(500, 'queue_unavailable', 'the delivery queue is unreachable; nothing was created', 'try again shortly');
@@ -204,7 +222,7 @@ export class WebhookService {
     if (patch.filter_json !== undefined) next.filter_json = FilterJson.parse(patch.filter_json);
     if (patch.active !== undefined) next.active = patch.active;
     const row = this.deps.store.update(id, userId, next, this.now().getTime())!;
-    if (next.target_url !== undefined) await this.mirror((q) => q.putTarget(row.id, row.target_url, this.deps.store.secretOf(row.id)!));
+    if (next.target_url !== undefined) await this.mirror((q) => q.putTarget(this.deps.store.target(row.id)!));
     this.indexSub(row);
     return view(row);
   }
@@ -217,6 +235,77 @@ export class WebhookService {
       void this.mirror((q) => q.removeTarget(id));
     }
     return ok;
+  }
+
+  /**
+   * A new signing secret, shown once. Deliveries are signed with both the new and the old secret (two `v1=` entries)
+   * for `graceSeconds` (default 24 h, 0 = the old one stops at once), so receivers can switch without a gap.
+   */
+  async rotateSecret(userId: string, id: string, graceSeconds = 86_400): Promise<{ id: string; secret: string; previous_secret_expires_at: string | null }> {
+    const secret = newSigningSecret();
+    const nowMs = this.now().getTime();
+    const until = nowMs + graceSeconds * 1000;
+    if (!this.deps.store.rotateSecret(id, userId, secret, until, nowMs)) throw new WebhookError(404, 'not_found', `no webhook subscription ${id} on your account`);
+    await this.mirror((q) => q.putTarget(this.deps.store.target(id)!));
+    return { id, secret, previous_secret_expires_at: graceSeconds > 0 ? new Date(until).toISOString() : null };
+  }
+
+  /**
+   * The delivery log of one subscription, newest first (kept 30 days). In Redis mode a row handed to the queue shows
+   * the queue's record of it (tries, last answer, next try). `cursor` is the last row's `cursor` of the previous page.
+   */
+  async deliveries(userId: string, id: string, opts: { limit: number; cursor?: string; status?: DeliveryLogStatus }): Promise<{ rows: DeliveryLogRow[]; next_cursor: string | null }> {
+    const sub = this.deps.store.get(id);
+    if (!sub || sub.user_id !== userId) throw new WebhookError(404, 'not_found', `no webhook subscription ${id} on your account`);
+    const before = opts.cursor === undefined ? undefined : Number.parseInt(opts.cursor, 36);
+    if (before !== undefined && !(Number.isSafeInteger(before) && before > 0)) throw new WebhookError(400, 'invalid_cursor', 'the cursor is not one this route returned');
+    // in Redis mode the outbox only knows "queued": filter after asking the queue, reading a few pages at most
+    const filterLater = this.queue !== null && opts.status !== undefined && opts.status !== 'dropped';
+    const rows: DeliveryLogRow[] = [];
+    let cursor = before;
+    // true once every row older than the cursor has been looked at: there is no next page
+    let scannedAll = false;
+    for (let pages = 0; rows.length < opts.limit && !scannedAll && pages < (filterLater ? 10 : 1); pages++) {
+      const batch = this.deps.store.deliveriesOf(id, { limit: opts.limit, before: cursor, status: filterLater ? undefined : opts.status });
+      let i = 0;
+      for (; i < batch.length && rows.length < opts.limit; i++) {
+        const d = batch[i]!;
+        cursor = d.delivery_id;
+        const row = await this.logRow(d);
+        if (!filterLater || row.status === opts.status) rows.push(row);
+      }
+      scannedAll = batch.length < opts.limit && i === batch.length;
+    }
+    return { rows, next_cursor: scannedAll || cursor === undefined ? null : cursor.toString(36) };
+  }
+
+  private async logRow(d: DeliveryRow): Promise<DeliveryLogRow> {
+    const base = {
+      cursor: d.delivery_id.toString(36),
+      event_id: d.event_id,
+      type: d.type,
+      created_at: new Date(d.created_ms).toISOString(),
+    };
+    const q = d.status === 'queued' && this.queue ? await this.queue.state(d.event_id, d.subscription_id).catch(() => null) : null;
+    if (d.status === 'queued')
+      return {
+        ...base,
+        status: q?.status ?? 'pending',
+        attempts: q?.attempts ?? d.attempts,
+        http_status: q?.last_status ?? null,
+        error: q?.last_error ?? null,
+        delivered_at: null,
+        next_attempt_at: q?.next_attempt_ms != null ? new Date(q.next_attempt_ms).toISOString() : null,
+      };
+    return {
+      ...base,
+      status: d.status,
+      attempts: d.attempts,
+      http_status: d.last_status,
+      error: d.last_error,
+      delivered_at: d.delivered_ms !== null ? new Date(d.delivered_ms).toISOString() : null,
+      next_attempt_at: d.status === 'pending' ? new Date(d.next_attempt_ms).toISOString() : null,
+    };
   }
 
   /** Send a synthetic service.test now (it counts against the quota and retries like any delivery if it fails). */

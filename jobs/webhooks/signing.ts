@@ -34,11 +34,15 @@ function hmacHex(secret: string, rawBody: string | Uint8Array, t: number): strin
   return mac.digest('hex');
 }
 
-/** The X-Service-Signature value for one attempt: `t=<t>,v1=<hex>`. Throws on a bad secret or timestamp (sender side). */
-export function signPayload(secret: string, rawBody: string | Uint8Array, tSeconds: number): string {
-  if (typeof secret !== 'string' || secret.length === 0) throw new TypeError('signing secret must be a non-empty string');
+/**
+ * The X-Service-Signature value for one attempt: `t=<t>,v1=<hex>`, or with several secrets (the new one first, then
+ * the one being rotated out) one `v1=` per secret. Throws on a bad secret or timestamp (sender side).
+ */
+export function signPayload(secret: string | readonly string[], rawBody: string | Uint8Array, tSeconds: number): string {
+  const secrets = typeof secret === 'string' ? [secret] : secret;
+  if (secrets.length === 0 || secrets.length > MAX_V1_ENTRIES || secrets.some((s) => typeof s !== 'string' || s.length === 0)) throw new TypeError('signing secret must be a non-empty string');
   if (!Number.isSafeInteger(tSeconds) || tSeconds < 0 || tSeconds > MAX_T) throw new RangeError('timestamp must be an integer of unix seconds, 0 to 999999999999');
-  return `t=${tSeconds},v1=${hmacHex(secret, rawBody, tSeconds)}`;
+  return `t=${tSeconds},${secrets.map((s) => `v1=${hmacHex(s, rawBody, tSeconds)}`).join(',')}`;
 }
 
 /** A fresh signing secret: `whsec_` + base64url(32 random bytes). */

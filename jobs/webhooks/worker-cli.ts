@@ -14,7 +14,7 @@ import { pinnedPost } from './ssrf.ts';
 const Env = z.object({
   REDIS_URL: z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL'),
   WEBHOOK_QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/).default(DEFAULT_PREFIX),
-  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(32),
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(16),
 });
 const parsed = Env.safeParse(process.env);
 if (!parsed.success) {

@@ -5,7 +5,7 @@
  * BullMQ queue would set attempts: 7 — BullMQ counts the first try). After the last retry fails the delivery is
  * exhausted and never replayed. Time is injected, so the schedule is tested without sleeping.
  */
-import type { DeliveryRow, WebhookStore } from '../../data/webhook-store.ts';
+import { activeSecrets, type DeliveryRow, type WebhookStore } from '../../data/webhook-store.ts';
 import { signPayload } from './signing.ts';
 
 export const RETRY_DELAYS_MS = [5_000, 30_000, 5 * 60_000, 3600_000, 6 * 3600_000, 24 * 3600_000] as const;
@@ -40,7 +40,8 @@ export interface WorkerDeps {
   log?: (msg: string) => void;
 }
 
-export function deliveryHeaders(d: Pick<DeliveryRow, 'event_id' | 'type' | 'body'>, secret: string, tSeconds: number): Record<string, string> {
+/** The delivery headers of one try, signed with each secret given (the current one first). */
+export function deliveryHeaders(d: Pick<DeliveryRow, 'event_id' | 'type' | 'body'>, secret: string | readonly string[], tSeconds: number): Record<string, string> {
   return {
     'content-type': 'application/json',
     'user-agent': USER_AGENT,
@@ -62,16 +63,16 @@ export class DeliveryWorker {
   /** Attempt one claimed delivery and record the outcome. */
   private async attempt(d: DeliveryRow): Promise<void> {
     const { store } = this.deps;
-    const sub = store.get(d.subscription_id);
-    const secret = store.secretOf(d.subscription_id);
-    if (!sub || !secret) {
+    const target = store.target(d.subscription_id);
+    if (!target) {
       store.failed(d.delivery_id, null, 'subscription deleted', null);
       return;
     }
-    const t = Math.floor(this.now().getTime() / 1000);
+    const nowMs = this.now().getTime();
+    const t = Math.floor(nowMs / 1000);
     let r: SendResult;
     try {
-      r = await this.deps.send(sub.target_url, d.body, deliveryHeaders(d, secret, t));
+      r = await this.deps.send(target.target_url, d.body, deliveryHeaders(d, activeSecrets(target, nowMs), t));
     } catch (e) {
       r = { ok: false, status: null, error: (e as Error).message };
     }

@@ -172,7 +172,7 @@ describe('the service in Redis mode', () => {
 
   it('sends a signed test event through a worker and reports its first try', async () => {
     const { subscription, secret } = await svc.create('u1', 'pro', { target_url: target(), event_types: ['service.test', 'trader.fill'] });
-    expect(JSON.parse((await redis.hget(svc.queue!.targetsKey, subscription.id))!)).toEqual({ target_url: target(), secret });
+    expect(JSON.parse((await redis.hget(svc.queue!.targetsKey, subscription.id))!)).toEqual({ target_url: target(), secret, previous_secret: null, previous_secret_until_ms: null });
     received.length = 0;
     const out = await svc.test('u1', subscription.id);
     expect(out).toMatchObject({ delivered: true, http_status: 200, attempts: 1, error: null, next_attempt_at: null });
@@ -212,7 +212,31 @@ describe('the service in Redis mode', () => {
     await svc.stop();
     svc = new WebhookService({ store, planOf: () => 'pro', allowlist: [`127.0.0.1:${port}`], ca, redis: { connection: redis, prefix } });
     await svc.start();
-    expect(JSON.parse((await redis.hget(svc.queue!.targetsKey, subscription.id))!)).toEqual({ target_url: target(), secret });
+    expect(JSON.parse((await redis.hget(svc.queue!.targetsKey, subscription.id))!)).toMatchObject({ target_url: target(), secret });
+  });
+
+  it('signs with the new and the old secret during a rotation, and shows queue records in the delivery log', async () => {
+    const { subscription, secret: oldSecret } = await svc.create('u1', 'pro', { target_url: target(), event_types: ['service.test'] });
+    const rotated = await svc.rotateSecret('u1', subscription.id, 3600);
+    expect(rotated.secret).not.toBe(oldSecret);
+    received.length = 0;
+    answer = () => 500;
+    const failedTest = await svc.test('u1', subscription.id);
+    expect(failedTest).toMatchObject({ delivered: false, http_status: 500, attempts: 1 });
+    expect(Date.parse(failedTest.next_attempt_at!) - Date.now()).toBeGreaterThan(3_000); // the 5 s retry, from Redis
+    answer = () => 200;
+    const header = received[0]!.headers['x-service-signature']!;
+    expect(header.match(/v1=/g)).toHaveLength(2);
+    expect(independentCheck({ ...received[0]!, headers: { 'x-service-signature': header.replace(/,v1=[0-9a-f]+$/, '') } }, rotated.secret)).toBe(true);
+    expect(independentCheck({ ...received[0]!, headers: { 'x-service-signature': header.replace(/,v1=[0-9a-f]+/, '') } }, oldSecret)).toBe(true);
+    const log = await svc.deliveries('u1', subscription.id, { limit: 10 });
+    expect(log.rows).toHaveLength(1);
+    expect(log.rows[0]).toMatchObject({ event_id: failedTest.event_id, status: 'pending', attempts: 1, http_status: 500, next_attempt_at: failedTest.next_attempt_at });
+    expect(log.next_cursor).toBeNull();
+    await svc.rotateSecret('u1', subscription.id, 0);
+    received.length = 0;
+    expect((await svc.test('u1', subscription.id)).delivered).toBe(true);
+    expect(received.map((r) => r.headers['x-service-signature']!.match(/v1=/g)?.length)).toContain(1);
   });
 });
 
