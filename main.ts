@@ -50,6 +50,8 @@ const Env = z.object({
   SIWE_CHAIN_IDS: z.string().regex(/^\d+(,\d+)*$/).default('137'),
   SIWE_RPC_URL: z.url().optional(),
   REDIS_URL: z.string().optional(),
+  /** Redis key prefix of the webhook delivery queue (share it with `npm run webhooks:worker`) */
+  WEBHOOK_QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/).default('service'),
   /** express "trust proxy": a hop count (1), true/false, or addresses/subnets (loopback, 10.0.0.0/8) */
   TRUST_PROXY: z
     .string()
@@ -186,9 +188,24 @@ if (env.LIVE_TAIL === 'on') {
     resourceUrl: (k) => `${originUrl.origin}/mcp#tool=${k}`,
   });
   const webhookStore = new WebhookStore(servicePath);
-  const webhooks = new WebhookService({ store: webhookStore, planOf: (u) => accounts.user(u)?.plan ?? null, log: (m) => console.log(`  ${m}`) });
+  // with REDIS_URL, deliveries go through the Redis queue (BullMQ): more workers can join with `npm run webhooks:worker`
+  let queueRedis: import('ioredis').Redis | undefined;
+  if (env.REDIS_URL) {
+    const { Redis } = await import('ioredis');
+    queueRedis = new Redis(env.REDIS_URL, { maxRetriesPerRequest: null });
+  }
+  const webhooks = new WebhookService({
+    store: webhookStore,
+    planOf: (u) => accounts.user(u)?.plan ?? null,
+    log: (m) => console.log(`  ${m}`),
+    ...(queueRedis ? { redis: { connection: queueRedis, prefix: env.WEBHOOK_QUEUE_PREFIX } } : {}),
+  });
+  // settled outbox rows are kept 30 days (monthly usage is counted separately and stays)
+  const pruneOutbox = setInterval(() => webhookStore.prune(Date.now() - 30 * 24 * 3600_000), 3600_000);
+  pruneOutbox.unref();
   const pushStore = new PushStore(servicePath);
-  const push = new PushService({ store: pushStore, subject: env.VAPID_SUBJECT });
+  // live push notifications share the plan's monthly webhook event quota (the webhook usage counter)
+  const push = new PushService({ store: pushStore, subject: env.VAPID_SUBJECT, planOf: (u) => accounts.user(u)?.plan ?? null, usage: webhookStore, log: (m) => console.log(`  ${m}`) });
   const venueLookup = new VenueLookup(apiDb);
   await venueLookup.load();
   const api = createApp({
@@ -234,10 +251,20 @@ if (env.LIVE_TAIL === 'on') {
       if (!ev) return;
       publishFillEvents(webhooks, ev);
       stream.publish(ev.fill, ev.emitted);
+      if (ev.signal) push.publish('signal.smart_money', ev.signal, ev.emitted);
     }),
   );
-  tail.on('resolution', (r) => produce(() => publishResolution(webhooks, venueLookup, r)));
-  webhooks.worker.start();
+  tail.on('resolution', (r) =>
+    produce(async () => {
+      try {
+        await publishResolution(webhooks, venueLookup, r);
+      } finally {
+        await push.publishResolution(venueLookup, r); // never throws; best effort
+      }
+    }),
+  );
+  await webhooks.start();
+  console.log(`Webhook deliveries: ${queueRedis ? 'Redis queue (BullMQ), a worker in this process' : 'SQLite outbox worker'}`);
   console.log(`Live tail: ~${env.LIVE_TAIL_RATE} taker fills/s (speed x${env.LIVE_TAIL_SPEED}); Ctrl-C to stop.`);
   const schedule = startSnapshotSchedule({ instance, store: snapshots, now: venueNow, log: (m) => console.log(`  ${m}`) });
   const feedSync = startResolutionFeedSync({ db: apiDb, feed: resolutionFeed, log: (m) => console.log(`  ${m}`) });
@@ -255,8 +282,12 @@ if (env.LIVE_TAIL === 'on') {
     await Promise.race([Promise.all([schedule.stop(), feedSync.stop()]), new Promise((r) => setTimeout(r, 5000))]);
     await tail!.stop();
     await producing;
-    await webhooks.worker.stop();
+    clearInterval(pruneOutbox);
+    await webhooks.stop();
+    queueRedis?.disconnect();
     await stream.stop();
+    // live pushes in flight get a few seconds (they are best effort)
+    await Promise.race([push.drain(), new Promise((r) => setTimeout(r, 3000))]);
     webhookStore.close();
     pushStore.close();
     await gateway?.stop();

@@ -8,8 +8,9 @@ import { METRIC_IDS, PRESETS, RankingConfig, RankingResponse, ROW_CAP } from '..
 import { publicOpenApiPaths, publicOpenApiSchemas } from './public.ts';
 import { resolutionsOpenApiPaths, resolutionsOpenApiSchemas } from './resolutions.ts';
 import { traderOpenApiPaths, traderOpenApiSchemas } from './traders.ts';
-import { CreateWebhookBody, PushSubscribeBody, UpdateWebhookBody } from './webhooks.ts';
+import { CreateWebhookBody, PushSubscribeBody, RotateSecretBody, UpdateWebhookBody } from './webhooks.ts';
 import { DeleteMeBody, MagicStartBody, MintKeyBody, PatchMeBody, SiweVerifyBody } from './auth.ts';
+import { FilterJson } from '../core/webhook-filters.ts';
 
 const schema = jsonSchema;
 
@@ -73,10 +74,189 @@ function webhookPaths(): Record<string, unknown> {
       put: { summary: 'Update URL, event types, filter_json or the active flag', parameters: [id], requestBody: body(UpdateWebhookBody), responses: { '200': sub, ...errors(400, 401, 404, 429, 500) } },
       delete: { summary: 'Delete a subscription', parameters: [id], responses: { '200': json('deleted', { type: 'object', properties: { deleted: { const: true }, id: { type: 'string' } } }), ...errors(401, 404, 429, 500) } },
     },
+    '/v1/webhooks/{id}/rotate-secret': {
+      post: {
+        summary: 'Replace the signing secret (shown once); the old one keeps signing alongside for grace_seconds',
+        description: 'During the grace period each delivery carries two v1= signatures (new secret first); receivers accept either. Body optional: {grace_seconds: 0..604800, default 86400}.',
+        parameters: [id],
+        requestBody: { required: false, content: { 'application/json': { schema: schema(RotateSecretBody, 'input') } } },
+        responses: {
+          '200': json('the new secret', { type: 'object', additionalProperties: false, required: ['id', 'secret', 'previous_secret_expires_at'], properties: { id: { type: 'string' }, secret: { type: 'string' }, previous_secret_expires_at: { type: ['string', 'null'] } } }),
+          ...errors(400, 401, 404, 429, 500),
+        },
+      },
+    },
+    '/v1/webhooks/{id}/deliveries': {
+      get: {
+        summary: "The subscription's delivery log, newest first (kept 30 days)",
+        parameters: [
+          id,
+          queryParam('limit', 'rows per page, 1..100 (default 50)', { type: 'integer', minimum: 1, maximum: 100 }),
+          queryParam('cursor', 'next_cursor of the previous page', { type: 'string', maxLength: 11 }),
+          queryParam('status', 'only rows in this state', { type: 'string', enum: ['pending', 'delivered', 'exhausted', 'dropped'] }),
+        ],
+        responses: {
+          '200': json('a page', {
+            type: 'object',
+            additionalProperties: false,
+            required: ['rows', 'next_cursor'],
+            properties: {
+              next_cursor: { type: ['string', 'null'] },
+              rows: {
+                type: 'array',
+                items: {
+                  type: 'object',
+                  additionalProperties: false,
+                  required: ['cursor', 'event_id', 'type', 'status', 'attempts', 'http_status', 'error', 'created_at', 'delivered_at', 'next_attempt_at'],
+                  properties: {
+                    cursor: { type: 'string' },
+                    event_id: { type: 'string' },
+                    type: { type: 'string' },
+                    status: { type: 'string', enum: ['pending', 'delivered', 'exhausted', 'dropped'] },
+                    attempts: { type: 'integer', minimum: 0, maximum: 7 },
+                    http_status: { type: ['integer', 'null'] },
+                    error: { type: ['string', 'null'] },
+                    created_at: { type: 'string' },
+                    delivered_at: { type: ['string', 'null'] },
+                    next_attempt_at: { type: ['string', 'null'] },
+                  },
+                },
+              },
+            },
+          }),
+          ...errors(400, 401, 404, 429, 500),
+        },
+      },
+    },
     '/v1/webhooks/{id}/test': { post: { summary: 'Send a synthetic service.test now', parameters: [id], responses: { '200': json('delivery', { type: 'object', required: ['event_id', 'delivered', 'http_status', 'attempts'] }), ...errors(401, 404, 429, 500) } } },
     '/v1/push/vapid-public-key': { get: { summary: 'The VAPID application server key', responses: { '200': json('key', { type: 'object', required: ['public_key'], properties: { public_key: { type: 'string' } } }), ...errors(401, 429, 500) } } },
-    '/v1/push/subscribe': { post: { summary: "Register a browser's push subscription", requestBody: body(PushSubscribeBody), responses: { '200': json('ok', ok), ...errors(400, 401, 429, 500) } } },
-    '/v1/push/test': { post: { summary: 'Send a test notification to your subscriptions', responses: { '200': json('result', { type: 'object', properties: { sent: { type: 'integer' }, failed: { type: 'integer' }, removed: { type: 'integer' } } }), ...errors(401, 429, 500) } } },
+    '/v1/push/subscribe': {
+      post: {
+        summary: "Register a browser's push subscription, and the live events it is notified of",
+        description:
+          'The body is the browser\'s PushSubscription JSON, plus optional `event_types` (signal.smart_money, market.resolved; default signal.smart_money; trader.fill is refused) and `filter_json` (the webhook filter keys and semantics). Re-subscribing the same endpoint replaces the fields sent and keeps the ones omitted. Each live notification counts one event against the plan\'s monthly webhook event quota (Free: 0, so only the test push); at most 30 per subscription per hour. Payload (encrypted, aes128gcm): {type, emitted_at, data, notification: {title, body, tag}}; see docs/webhooks.md.',
+        requestBody: body(PushSubscribeBody),
+        responses: { '200': json('ok', ok), ...errors(400, 401, 429, 500) },
+      },
+    },
+    '/v1/push/test': { post: { summary: 'Send a test notification (service.test) to your subscriptions now; free of the quota', responses: { '200': json('result', { type: 'object', properties: { sent: { type: 'integer' }, failed: { type: 'integer' }, removed: { type: 'integer' } } }), ...errors(401, 429, 500) } } },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The realtime fill stream (jobs/stream.ts; docs/stream.md). A WebSocket, so the route is marked x-websocket and its
+// frames are described by the StreamClientMessage / StreamServerMessage components (OpenAPI has no message model).
+// The figures here (path, 30 s heartbeat, 1 MB, 16 KB) are jobs/stream.ts's; test/web-api/stream-openapi.test.ts
+// checks them and validates real frames against these schemas.
+// ---------------------------------------------------------------------------------------------------------------
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const closed = (required: string[], properties: Record<string, unknown>, description?: string) => ({
+  type: 'object',
+  ...(description ? { description } : {}),
+  additionalProperties: false,
+  required,
+  properties,
+});
+
+/** The JSON text frames of /v1/stream, as components. */
+function streamSchemas(): Record<string, unknown> {
+  const serverTypes: Record<string, string> = {
+    welcome: 'StreamWelcome',
+    subscribed: 'StreamSubscribed',
+    'trader.fill': 'StreamTraderFill',
+    lagged: 'StreamLagged',
+    pong: 'StreamPong',
+    error: 'StreamError',
+  };
+  const clientOps: Record<string, string> = { subscribe: 'StreamSubscribe', ping: 'StreamPing' };
+  return {
+    StreamFilter: { ...schema(FilterJson, 'input'), description: 'the webhook filter_json keys, semantics and validation; {} (or no filter) matches every fill' },
+    StreamClientMessage: {
+      description: 'a client → server text frame (at most 16 KB; a larger frame closes the connection with 1009)',
+      oneOf: Object.values(clientOps).map(ref),
+      discriminator: { propertyName: 'op', mapping: Object.fromEntries(Object.entries(clientOps).map(([k, v]) => [k, `#/components/schemas/${v}`])) },
+    },
+    StreamSubscribe: {
+      type: 'object',
+      description: 'replace the connection\'s filter (answered `subscribed`, or `error` invalid_request with the filter unchanged); other keys are ignored',
+      required: ['op'],
+      properties: { op: { const: 'subscribe' }, filter: { ...ref('StreamFilter'), description: 'absent: {} (every fill)' } },
+    },
+    StreamPing: { type: 'object', description: 'answered `pong`; other keys are ignored', required: ['op'], properties: { op: { const: 'ping' } } },
+    StreamServerMessage: {
+      description: 'a server → client text frame',
+      oneOf: Object.values(serverTypes).map(ref),
+      discriminator: { propertyName: 'type', mapping: Object.fromEntries(Object.entries(serverTypes).map(([k, v]) => [k, `#/components/schemas/${v}`])) },
+    },
+    StreamWelcome: closed(
+      ['type', 'connection_id', 'filter', 'heartbeat_seconds'],
+      { type: { const: 'welcome' }, connection_id: { type: 'string', pattern: '^ws_[a-z2-7]{16}$' }, filter: { type: 'object', maxProperties: 0, description: 'always {} (every fill) on a new connection' }, heartbeat_seconds: { type: 'number', description: 'the server pings (WebSocket ping frames) this often and closes a connection that did not answer the previous ping' } },
+      'the first frame after the upgrade',
+    ),
+    StreamSubscribed: closed(['type', 'filter'], { type: { const: 'subscribed' }, filter: { ...ref('StreamFilter'), description: 'the filter as validated (unknown keys kept, and ignored)' } }, 'the answer to a valid subscribe'),
+    StreamTraderFill: closed(
+      ['type', 'seq', 'emitted_at', 'data'],
+      {
+        type: { const: 'trader.fill' },
+        seq: { type: 'integer', minimum: 1, description: 'increasing per server process (not per connection: gaps are fills this connection\'s filter did not match)' },
+        emitted_at: { type: 'string', format: 'date-time', description: 'the fill\'s time' },
+        data: ref('TraderFillData'),
+      },
+      'one taker fill matching the connection\'s filter',
+    ),
+    TraderFillData: closed(
+      ['trader_proxy', 'size_usdc', 'price', 'token_id', 'taker_side', 'exchange_version', 'exchange_kind', 'tx_hash', 'log_index'],
+      {
+        trader_proxy: { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$', description: 'EIP-55' },
+        condition_id: { type: 'string', description: 'present only when the token resolves to a known market' },
+        size_usdc: { type: 'number' },
+        price: { type: 'number' },
+        token_id: { type: 'string', description: 'empty when the market is unknown' },
+        taker_side: { type: 'string', enum: ['buy', 'sell'] },
+        exchange_version: { type: 'string' },
+        exchange_kind: { type: 'string' },
+        tx_hash: { type: 'string' },
+        log_index: { type: 'string' },
+      },
+      'exactly the webhook trader.fill data',
+    ),
+    StreamLagged: closed(['type', 'dropped'], { type: { const: 'lagged' }, dropped: { type: 'integer', minimum: 1 } }, 'fills not sent while this connection had more than 1 MB unsent; sent before the next fill once it has caught up'),
+    StreamPong: closed(['type', 'server_time'], { type: { const: 'pong' }, server_time: { type: 'string', format: 'date-time' } }, 'the answer to ping'),
+    StreamError: closed(['type', 'error', 'message'], { type: { const: 'error' }, error: { type: 'string', enum: ['invalid_json', 'invalid_request'] }, message: { type: 'string' } }, 'a frame the server could not use; the connection stays open'),
+  };
+}
+
+function streamPaths(): Record<string, unknown> {
+  const header = (name: string, description: string, s: Record<string, unknown>) => ({ name, in: 'header', required: true, description, schema: s });
+  return {
+    '/v1/stream': {
+      get: {
+        summary: 'Realtime fill stream (WebSocket)',
+        description: [
+          'A WebSocket upgrade (RFC 6455): connect with a WebSocket client to wss://<host>/v1/stream. Auth at the upgrade: `Authorization: Bearer <API key>` (programs) or the session cookie (browsers); never a key in the URL.',
+          'Refusals before the upgrade carry the error object: 401 auth_required, 429 rate_limited (at most 3 connections per user on Free, 10 on paid plans). A malformed handshake that passed auth is refused by the WebSocket library itself (400, or 405 for a method other than GET) with a short text body, not the error object; a plain GET without `Upgrade: websocket` is not a stream request and gets the REST app\'s 404 not_found.',
+          'After 101, every frame is JSON text: the server sends StreamServerMessage (first `welcome`), the client sends StreamClientMessage. Pings every 30 s; close code 1001 when the server shuts down, 1009 for a client frame over 16 KB. Fills are not replayed on reconnect.',
+        ].join('\n\n'),
+        'x-websocket': true,
+        'x-websocket-messages': { client: ref('StreamClientMessage'), server: ref('StreamServerMessage') },
+        parameters: [
+          header('Upgrade', 'the WebSocket upgrade', { type: 'string', const: 'websocket' }),
+          header('Sec-WebSocket-Key', 'RFC 6455 handshake key', { type: 'string' }),
+          header('Sec-WebSocket-Version', 'RFC 6455 version', { type: 'string', enum: ['13', '8'] }),
+        ],
+        responses: {
+          '101': {
+            description: 'Switching Protocols: a WebSocket carrying StreamServerMessage frames (server → client) and StreamClientMessage frames (client → server)',
+            headers: { Upgrade: { schema: { const: 'websocket' } }, Connection: { schema: { const: 'Upgrade' } }, 'Sec-WebSocket-Accept': { schema: { type: 'string' } } },
+          },
+          '400': { description: 'malformed WebSocket handshake (text body from the WebSocket library)', content: { 'text/html': { schema: { type: 'string' } } } },
+          ...errors(401),
+          '404': { description: 'not an upgrade request (error object, not_found)', content: { 'application/json': { schema: ref('Error') } } },
+          ...errors(429),
+        },
+      },
+    },
   };
 }
 
@@ -124,6 +304,7 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
     paths: {
       ...accountPaths(),
       ...webhookPaths(),
+      ...streamPaths(),
       ...publicOpenApiPaths(),
       ...traderOpenApiPaths(),
       ...resolutionsOpenApiPaths(),
@@ -185,6 +366,7 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
         PatchedUser: PatchedUserSchema,
         ApiKey: ApiKeySchema,
         WebhookSubscription: SubscriptionSchema,
+        ...streamSchemas(),
         ...publicOpenApiSchemas(),
         ...traderOpenApiSchemas(),
         ...resolutionsOpenApiSchemas(),

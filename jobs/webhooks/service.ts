@@ -475,10 +475,10 @@ export function publishFillEvents(svc: WebhookService, ev: FillEvents): void {
   if (ev.signal) svc.publish('signal.smart_money', ev.signal, ev.emitted);
 }
 
-/** market.resolved with the spec's data fields. */
-export async function publishResolution(svc: WebhookService, venue: VenueLookup, r: TailResolutionEvent): Promise<void> {
+/** market.resolved data with the spec's fields (webhooks and push send the same). */
+export async function resolutionData(venue: VenueLookup, r: TailResolutionEvent): Promise<Record<string, unknown>> {
   const m = await venue.market(r.marketId);
-  svc.publish('market.resolved', {
+  return {
     condition_id: m?.condition_id ?? '',
     question_id: m?.question_id ?? '',
     title: m?.title ?? '',
@@ -490,5 +490,10 @@ export async function publishResolution(svc: WebhookService, venue: VenueLookup,
     outcome_slot_count: 2,
     resolved_time: new Date(r.resolvedAt * 1000).toISOString(),
     tx_hash: r.txHash,
-  });
+  };
+}
+
+/** Publish a resolution to the webhook subscriptions. */
+export async function publishResolution(svc: WebhookService, venue: VenueLookup, r: TailResolutionEvent): Promise<void> {
+  svc.publish('market.resolved', await resolutionData(venue, r));
 }

@@ -305,8 +305,9 @@ describe('several workers', () => {
     expect(notDelivered).toHaveLength(counts.failed);
     for (const id of notDelivered) expect(byEvent.get(id), id).toBeGreaterThanOrEqual(7);
     for (const r of received) expect(ids).toContain(r.headers['x-service-event-id']);
-    // every worker took part, the killed one included
-    for (const w of [a, b, c]) expect(tries.get(w)).toBeGreaterThan(0);
+    // both first workers took part (the killed one included); the third may find the work already done
+    expect(tries.get(a), 'tries by the killed worker').toBeGreaterThan(0);
+    expect(tries.get(b), 'tries by the surviving worker').toBeGreaterThan(0);
     expect(received.length).toBeGreaterThan(N);
   }, 180_000);
 });

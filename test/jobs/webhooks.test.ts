@@ -169,6 +169,70 @@ describe('subscriptions', () => {
   });
 });
 
+describe('secret rotation and the delivery log', () => {
+  it('rotates the secret: both sign during the grace period, only the new one after it', async () => {
+    const created = (await (await api('POST', '/v1/webhooks', proKey, { target_url: target(), event_types: ['service.test'] })).json()) as { id: string; secret: string };
+    const res = await api('POST', `/v1/webhooks/${created.id}/rotate-secret`, proKey, { grace_seconds: 3600 });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    const rotated = (await res.json()) as { id: string; secret: string; previous_secret_expires_at: string };
+    expect(rotated.id).toBe(created.id);
+    expect(rotated.secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    expect(rotated.secret).not.toBe(created.secret);
+    expect(rotated.previous_secret_expires_at).toBe(new Date(clock.getTime() + 3600_000).toISOString());
+    const now = () => Math.floor(clock.getTime() / 1000);
+    received.length = 0;
+    await api('POST', `/v1/webhooks/${created.id}/test`, proKey);
+    const during = received[0]!;
+    expect(during.headers['x-service-signature']!.match(/v1=/g)).toHaveLength(2);
+    expect(verifySignature({ header: during.headers['x-service-signature'], rawBody: during.body, secret: rotated.secret, nowSeconds: now() })).toMatchObject({ ok: true });
+    expect(verifySignature({ header: during.headers['x-service-signature'], rawBody: during.body, secret: created.secret, nowSeconds: now() })).toMatchObject({ ok: true });
+    // one second past the grace period: the old secret no longer signs
+    clock = new Date(clock.getTime() + 3601_000);
+    received.length = 0;
+    await api('POST', `/v1/webhooks/${created.id}/test`, proKey);
+    const after = received[0]!;
+    expect(after.headers['x-service-signature']!.match(/v1=/g)).toHaveLength(1);
+    expect(verifySignature({ header: after.headers['x-service-signature'], rawBody: after.body, secret: rotated.secret, nowSeconds: now() })).toMatchObject({ ok: true });
+    expect(verifySignature({ header: after.headers['x-service-signature'], rawBody: after.body, secret: created.secret, nowSeconds: now() })).toMatchObject({ ok: false, reason: 'signature_mismatch' });
+    // no body: the default grace of 24 h; bad bodies and other users' ids are refused
+    const dflt = (await (await api('POST', `/v1/webhooks/${created.id}/rotate-secret`, proKey)).json()) as { previous_secret_expires_at: string };
+    expect(Date.parse(dflt.previous_secret_expires_at) - clock.getTime()).toBe(86_400_000);
+    expect((await api('POST', `/v1/webhooks/${created.id}/rotate-secret`, proKey, { grace_seconds: 8 * 86_400 })).status).toBe(400);
+    expect((await api('POST', `/v1/webhooks/${created.id}/rotate-secret`, proKey, { grace: 1 })).status).toBe(400);
+    expect((await api('POST', `/v1/webhooks/${created.id}/rotate-secret`, freeKey)).status).toBe(404);
+    await api('DELETE', `/v1/webhooks/${created.id}`, proKey);
+  });
+
+  it('lists deliveries newest first with cursors, a status filter and the last answer', async () => {
+    const created = (await (await api('POST', '/v1/webhooks', proKey, { target_url: target(), event_types: ['market.resolved'] })).json()) as { id: string };
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      answer = () => (i === 2 ? 503 : 200);
+      ids.push(svc.publish('market.resolved', { condition_id: `0x${i}` }).event_id);
+      await svc.worker.runDue();
+    }
+    answer = () => 200;
+    type Page = { rows: { cursor: string; event_id: string; status: string; attempts: number; http_status: number | null; error: string | null; delivered_at: string | null; next_attempt_at: string | null }[]; next_cursor: string | null };
+    const page1 = (await (await api('GET', `/v1/webhooks/${created.id}/deliveries?limit=2`, proKey)).json()) as Page;
+    expect(page1.rows.map((r) => r.event_id)).toEqual([ids[4], ids[3]]);
+    expect(page1.next_cursor).toBe(page1.rows[1]!.cursor);
+    const page2 = (await (await api('GET', `/v1/webhooks/${created.id}/deliveries?limit=2&cursor=${page1.next_cursor}`, proKey)).json()) as Page;
+    expect(page2.rows.map((r) => r.event_id)).toEqual([ids[2], ids[1]]);
+    expect(page2.rows[0]).toMatchObject({ status: 'pending', attempts: 1, http_status: 503, error: 'http 503', delivered_at: null, next_attempt_at: new Date(clock.getTime() + 5000).toISOString() });
+    expect(page2.rows[1]).toMatchObject({ status: 'delivered', attempts: 1, http_status: 200, error: null, next_attempt_at: null, delivered_at: clock.toISOString() });
+    const page3 = (await (await api('GET', `/v1/webhooks/${created.id}/deliveries?limit=2&cursor=${page2.next_cursor}`, proKey)).json()) as Page;
+    expect(page3.rows.map((r) => r.event_id)).toEqual([ids[0]]);
+    expect(page3.next_cursor).toBeNull();
+    const pending = (await (await api('GET', `/v1/webhooks/${created.id}/deliveries?status=pending`, proKey)).json()) as Page;
+    expect(pending.rows.map((r) => r.event_id)).toEqual([ids[2]]);
+    for (const bad of ['limit=0', 'limit=101', 'status=queued', 'cursor=ZZ', 'other=1'])
+      expect((await api('GET', `/v1/webhooks/${created.id}/deliveries?${bad}`, proKey)).status, bad).toBe(400);
+    expect((await api('GET', `/v1/webhooks/${created.id}/deliveries`, freeKey)).status).toBe(404);
+    await api('DELETE', `/v1/webhooks/${created.id}`, proKey);
+  });
+});
+
 describe('delivery', () => {
   it('retries a failing receiver after 5 s, 30 s, 5 min, 1 h, 6 h and 24 h, then gives up for good', async () => {
     const created = (await (await api('POST', '/v1/webhooks', proKey, { target_url: target(), event_types: ['market.resolved'] })).json()) as { id: string };
