@@ -3,47 +3,24 @@
  * per-user connection cap, the welcome, filters with the webhook semantics, live filter changes, bad messages,
  * ping/pong, and per-connection ordering.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { AccountStore } from '../../data/account-store.ts';
-import { FillStream, STREAM_PATH } from '../../jobs/stream.ts';
+import type { AccountStore } from '../../data/account-store.ts';
+import type { FillStream } from '../../jobs/stream.ts';
+import { startStreamServer, type StreamServer } from '../helpers/stream-server.ts';
 
-let dir: string;
+let srv: StreamServer;
 let accounts: AccountStore;
-let server: Server;
 let stream: FillStream;
 let url: string;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'stream-'));
-  accounts = new AccountStore(join(dir, 'service.sqlite'));
-  server = createServer((_req, res) => res.writeHead(404).end());
-  stream = new FillStream({
-    authenticate: (req) => {
-      const who = accounts.identify(req.headers.authorization, req.headers.cookie, Date.now());
-      return who ? { userId: who.user_id, maxConnections: 2 } : null;
-    },
-  });
-  stream.attach(server);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  url = `ws://127.0.0.1:${(server.address() as AddressInfo).port}${STREAM_PATH}`;
+  srv = await startStreamServer();
+  ({ accounts, stream, url } = srv);
 });
-afterAll(async () => {
-  await stream.stop();
-  await new Promise((r) => server.close(r));
-  accounts.close();
-  await rm(dir, { recursive: true, force: true });
-});
+afterAll(() => srv.close());
 
-const keyFor = (email: string) => {
-  const u = accounts.userForEmail(email, Date.now());
-  return { ...accounts.mintApiKey(u.user_id, 'stream', Date.now()), userId: u.user_id };
-};
+const keyFor = (email: string) => srv.keyFor(email);
 
 /** Open a connection; resolves with the socket and a queue of parsed messages (or the HTTP status it was refused with). */
 function connect(headers: Record<string, string>): Promise<{ ws: WebSocket; next: () => Promise<Record<string, unknown>> } | { status: number; body: string }> {

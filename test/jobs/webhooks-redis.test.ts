@@ -9,8 +9,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -20,22 +18,16 @@ import { OutboxRelay, RedisDeliveryQueue, retryDelay, startRedisWorker } from '.
 import { WebhookService } from '../../jobs/webhooks/service.ts';
 import { pinnedPost } from '../../jobs/webhooks/ssrf.ts';
 import { RETRY_DELAYS_MS, type Send } from '../../jobs/webhooks/worker.ts';
-import { selfSignedCert } from '../helpers/tls.ts';
+import { startHttpsReceiver, type HttpsReceiver, type ReceivedRequest } from '../helpers/https-receiver.ts';
 
-interface Received {
-  at: number;
-  headers: Record<string, string>;
-  body: string;
-  status: number;
-}
+type Received = ReceivedRequest;
 
-let receiver: Server;
+let rx: HttpsReceiver;
+let received: Received[];
 let port: number;
 let ca: string;
 let dir: string;
 let redis: Redis;
-const received: Received[] = [];
-let answer: (headers: Record<string, string>) => number = () => 200;
 const prefixes: string[] = [];
 
 const newPrefix = () => {
@@ -55,21 +47,8 @@ const until = async (cond: () => boolean | Promise<boolean>, ms = 20_000) => {
 };
 
 beforeAll(async () => {
-  const cert = await selfSignedCert();
-  ca = cert.cert;
-  receiver = createServer({ key: cert.key, cert: cert.cert }, (req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
-    req.on('end', () => {
-      const headers = req.headers as Record<string, string>;
-      const status = answer(headers);
-      received.push({ at: Date.now(), headers, body, status });
-      res.statusCode = status;
-      res.end('ok');
-    });
-  });
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
-  port = (receiver.address() as AddressInfo).port;
+  rx = await startHttpsReceiver();
+  ({ received, port, ca } = rx);
   dir = await mkdtemp(join(tmpdir(), 'webhooks-redis-'));
   redis = new Redis('redis://127.0.0.1:6379', { maxRetriesPerRequest: null });
   await redis.ping();
@@ -81,7 +60,7 @@ afterAll(async () => {
     if (keys.length) await redis.del(...keys);
   }
   redis?.disconnect();
-  await new Promise((r) => receiver?.close(r));
+  await rx?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
@@ -103,7 +82,7 @@ describe('retry schedule', () => {
     const worker = startRedisWorker({ connection: redis, prefix, send, retryDelaysMs: scaled });
     const relay = new OutboxRelay({ store, queue });
     received.length = 0;
-    answer = () => 500;
+    rx.answer = () => 500;
     store.enqueue({ id: 'evt_retry', type: 'market.resolved', body: '{"type":"market.resolved"}' }, [{ id: sub.id, user_id: 'u1' }], () => 10, Date.now());
     expect(await relay.runDue()).toBe(1);
     expect(store.delivery('evt_retry', sub.id)?.status).toBe('queued');
@@ -117,7 +96,7 @@ describe('retry schedule', () => {
       expect(g, `gap ${i + 1}`).toBeLessThan(scaled[i]! + 1000);
     });
     expect(await queue.state('evt_retry', sub.id)).toMatchObject({ status: 'exhausted', attempts: 7, last_status: 500 });
-    answer = () => 200;
+    rx.answer = () => 200;
     await worker.close();
     await queue.close();
     store.close();
@@ -136,12 +115,12 @@ describe('retry schedule', () => {
     for (let i = 0; i < 3; i++) store.failed(row!.delivery_id, 500, 'http 500', 0);
     const worker = startRedisWorker({ connection: redis, prefix, send, retryDelaysMs: scaled });
     received.length = 0;
-    answer = () => 503;
+    rx.answer = () => 503;
     await new OutboxRelay({ store, queue }).runDue();
     await until(async () => (await queue.state('evt_prior', sub.id))?.status === 'exhausted');
     expect(received).toHaveLength(4); // 3 + 4 = 7 tries in all
     expect(await queue.state('evt_prior', sub.id)).toMatchObject({ attempts: 7, last_status: 503 });
-    answer = () => 200;
+    rx.answer = () => 200;
     await worker.close();
     await queue.close();
     store.close();
@@ -220,11 +199,11 @@ describe('the service in Redis mode', () => {
     const rotated = await svc.rotateSecret('u1', subscription.id, 3600);
     expect(rotated.secret).not.toBe(oldSecret);
     received.length = 0;
-    answer = () => 500;
+    rx.answer = () => 500;
     const failedTest = await svc.test('u1', subscription.id);
     expect(failedTest).toMatchObject({ delivered: false, http_status: 500, attempts: 1 });
     expect(Date.parse(failedTest.next_attempt_at!) - Date.now()).toBeGreaterThan(3_000); // the 5 s retry, from Redis
-    answer = () => 200;
+    rx.answer = () => 200;
     const header = received[0]!.headers['x-service-signature']!;
     expect(header.match(/v1=/g)).toHaveLength(2);
     expect(independentCheck({ ...received[0]!, headers: { 'x-service-signature': header.replace(/,v1=[0-9a-f]+$/, '') } }, rotated.secret)).toBe(true);
@@ -256,7 +235,7 @@ describe('several workers', () => {
     let seed = 7;
     const rnd = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32;
     received.length = 0;
-    answer = () => (rnd() < 0.3 ? 503 : 200);
+    rx.answer = () => (rnd() < 0.3 ? 503 : 200);
     const caFile = join(dir, 'ca.pem');
     await writeFile(caFile, ca);
     // the 24 h schedule divided by 36,000: the last retry comes 2.4 s after the sixth failure
@@ -290,7 +269,7 @@ describe('several workers', () => {
     }, 120_000);
     for (const w of [b, c]) w.kill('SIGTERM');
     await Promise.all([b, c].map((w) => new Promise((r) => w.once('exit', r))));
-    answer = () => 200;
+    rx.answer = () => 200;
     const counts = await queue.counts();
     await queue.close();
     store.close();

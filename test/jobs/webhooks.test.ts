@@ -7,8 +7,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
@@ -21,23 +19,16 @@ import { WebhookService } from '../../jobs/webhooks/service.ts';
 import { RETRY_DELAYS_MS } from '../../jobs/webhooks/worker.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { closeMemoryVenue, openMemoryVenue } from '../helpers/memory-venue.ts';
-import { selfSignedCert } from '../helpers/tls.ts';
+import { startHttpsReceiver, type HttpsReceiver, type ReceivedRequest } from '../helpers/https-receiver.ts';
 
-interface Received {
-  headers: Record<string, string>;
-  body: string;
-  /** what the receiver answered */
-  status?: number;
-}
+type Received = ReceivedRequest;
 
 let instance: DuckDBInstance;
 let conn: DuckDBConnection;
-let receiver: Server;
+let rx: HttpsReceiver;
 let port: number;
 let ca: string;
-const received: Received[] = [];
-/** the receiver's answer for the next request (default 200) */
-let answer: (r: Received) => number = () => 200;
+let received: Received[];
 let clock = new Date('2026-11-01T00:00:00Z');
 let dir: string;
 let store: WebhookStore;
@@ -48,21 +39,8 @@ let proUser: string;
 let freeKey: string;
 
 beforeAll(async () => {
-  const cert = await selfSignedCert();
-  ca = cert.cert;
-  receiver = createServer({ key: cert.key, cert: cert.cert }, (req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
-    req.on('end', () => {
-      const r: Received = { headers: req.headers as Record<string, string>, body };
-      r.status = answer(r);
-      received.push(r);
-      res.statusCode = r.status;
-      res.end('ok');
-    });
-  });
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
-  port = (receiver.address() as AddressInfo).port;
+  rx = await startHttpsReceiver();
+  ({ received, port, ca } = rx);
   ({ instance, conn } = await openMemoryVenue());
   dir = await mkdtemp(join(tmpdir(), 'webhooks-'));
   store = new WebhookStore(join(dir, 'webhooks.sqlite'));
@@ -82,7 +60,7 @@ afterAll(async () => {
   await svc?.worker.stop();
   await t?.close();
   store?.close();
-  await new Promise((r) => receiver?.close(r));
+  await rx?.close();
   closeMemoryVenue(conn, instance);
   if (dir) await rm(dir, { recursive: true, force: true });
 });
@@ -208,11 +186,11 @@ describe('secret rotation and the delivery log', () => {
     const created = (await (await api('POST', '/v1/webhooks', proKey, { target_url: target(), event_types: ['market.resolved'] })).json()) as { id: string };
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
-      answer = () => (i === 2 ? 503 : 200);
+      rx.answer = () => (i === 2 ? 503 : 200);
       ids.push(svc.publish('market.resolved', { condition_id: `0x${i}` }).event_id);
       await svc.worker.runDue();
     }
-    answer = () => 200;
+    rx.answer = () => 200;
     type Page = { rows: { cursor: string; event_id: string; status: string; attempts: number; http_status: number | null; error: string | null; delivered_at: string | null; next_attempt_at: string | null }[]; next_cursor: string | null };
     const page1 = (await (await api('GET', `/v1/webhooks/${created.id}/deliveries?limit=2`, proKey)).json()) as Page;
     expect(page1.rows.map((r) => r.event_id)).toEqual([ids[4], ids[3]]);
@@ -237,7 +215,7 @@ describe('delivery', () => {
   it('retries a failing receiver after 5 s, 30 s, 5 min, 1 h, 6 h and 24 h, then gives up for good', async () => {
     const created = (await (await api('POST', '/v1/webhooks', proKey, { target_url: target(), event_types: ['market.resolved'] })).json()) as { id: string };
     received.length = 0;
-    answer = () => 500;
+    rx.answer = () => 500;
     const start = clock.getTime();
     const { event_id } = svc.publish('market.resolved', { condition_id: '0x' + 'c'.repeat(64) });
     const tries: number[] = [];
@@ -260,7 +238,7 @@ describe('delivery', () => {
     await svc.worker.runDue();
     expect(received).toHaveLength(7);
     expect(store.delivery(event_id, created.id)).toMatchObject({ status: 'exhausted', attempts: 7 });
-    answer = () => 200;
+    rx.answer = () => 200;
     await api('DELETE', `/v1/webhooks/${created.id}`, proKey);
   });
 
@@ -298,7 +276,7 @@ describe('delivery', () => {
     let seed = 42;
     const rnd = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32;
     received.length = 0;
-    answer = () => (rnd() < 0.3 ? 503 : 200);
+    rx.answer = () => (rnd() < 0.3 ? 503 : 200);
     const caFile = join(dir, 'ca.pem');
     await writeFile(caFile, ca);
     const env = {
@@ -332,7 +310,7 @@ describe('delivery', () => {
     await new Promise((r) => second.once('exit', r));
     const counts = check.counts();
     check.close();
-    answer = () => 200;
+    rx.answer = () => 200;
     // nothing is pending or unaccounted for: every event was delivered (a 2xx reached the receiver), or the receiver
     // refused all seven tries and the delivery is exhausted — at 30% i.i.d. failure that is expected for
     // N x 0.3^7 ≈ 0.4 of 2000 events, and each such event must show exactly seven refused tries

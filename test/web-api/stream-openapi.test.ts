@@ -6,15 +6,10 @@
  * StreamClientMessage; the refusals before the upgrade are the documented error object; the figures in the
  * description are jobs/stream.ts's.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { AccountStore } from '../../data/account-store.ts';
-import { FillStream, HEARTBEAT_MS, MAX_BUFFERED_BYTES, STREAM_PATH } from '../../jobs/stream.ts';
+import { HEARTBEAT_MS, MAX_BUFFERED_BYTES, STREAM_PATH, type FillStream } from '../../jobs/stream.ts';
+import { startStreamServer, type StreamServer } from '../helpers/stream-server.ts';
 import { openApiDocument } from '../../web-api/openapi.ts';
 
 type Schema = Record<string, unknown>;
@@ -87,35 +82,17 @@ function check(value: unknown, schema: Schema, at = '$'): string[] {
 // A real stream on loopback
 // ---------------------------------------------------------------------------------------------------------------
 
-let dir: string;
-let accounts: AccountStore;
-let server: Server;
+let srv: StreamServer;
 let stream: FillStream;
 let url: string;
 let key: string;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'stream-openapi-'));
-  accounts = new AccountStore(join(dir, 'service.sqlite'));
-  server = createServer((_req, res) => res.writeHead(404).end());
-  stream = new FillStream({
-    authenticate: (req) => {
-      const who = accounts.identify(req.headers.authorization, req.headers.cookie, Date.now());
-      return who ? { userId: who.user_id, maxConnections: 2 } : null;
-    },
-  });
-  stream.attach(server);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  url = `ws://127.0.0.1:${(server.address() as AddressInfo).port}${STREAM_PATH}`;
-  const u = accounts.userForEmail('stream-openapi@example.com', Date.now());
-  key = accounts.mintApiKey(u.user_id, 'stream', Date.now()).key;
+  srv = await startStreamServer();
+  ({ stream, url } = srv);
+  key = srv.keyFor('stream-openapi@example.com').key;
 });
-afterAll(async () => {
-  await stream.stop();
-  await new Promise((r) => server.close(r));
-  accounts.close();
-  await rm(dir, { recursive: true, force: true });
-});
+afterAll(() => srv.close());
 
 interface Conn {
   ws: WebSocket;

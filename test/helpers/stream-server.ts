@@ -1,0 +1,51 @@
+/**
+ * Test helper: the realtime fill stream on a real loopback HTTP server, authenticated by a real account store in a
+ * temp dir (2 connections per user). `keyFor(email)` mints an API key for a new or existing user.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AccountStore } from '../../data/account-store.ts';
+import { FillStream, STREAM_PATH } from '../../jobs/stream.ts';
+
+export interface StreamServer {
+  accounts: AccountStore;
+  stream: FillStream;
+  server: Server;
+  /** ws://127.0.0.1:<port>/v1/stream */
+  url: string;
+  keyFor(email: string): ReturnType<AccountStore['mintApiKey']> & { userId: string };
+  close(): Promise<void>;
+}
+
+export async function startStreamServer(): Promise<StreamServer> {
+  const dir = await mkdtemp(join(tmpdir(), 'stream-'));
+  const accounts = new AccountStore(join(dir, 'service.sqlite'));
+  const server = createServer((_req, res) => res.writeHead(404).end());
+  const stream = new FillStream({
+    authenticate: (req) => {
+      const who = accounts.identify(req.headers.authorization, req.headers.cookie, Date.now());
+      return who ? { userId: who.user_id, maxConnections: 2 } : null;
+    },
+  });
+  stream.attach(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return {
+    accounts,
+    stream,
+    server,
+    url: `ws://127.0.0.1:${(server.address() as AddressInfo).port}${STREAM_PATH}`,
+    keyFor: (email) => {
+      const u = accounts.userForEmail(email, Date.now());
+      return { ...accounts.mintApiKey(u.user_id, 'stream', Date.now()), userId: u.user_id };
+    },
+    close: async () => {
+      await stream.stop();
+      await new Promise((r) => server.close(r));
+      accounts.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
