@@ -30,7 +30,7 @@ import { TOOL_PRICES } from './gateway/payment/pricing.ts';
 import { TidIndex } from './core/public.ts';
 import { mcpRouter } from './mcp/server.ts';
 import { WebhookStore } from './data/webhook-store.ts';
-import { fillEvents, publishFillEvents, publishResolution, VenueLookup, WebhookService } from './jobs/webhooks/service.ts';
+import { fillEvents, publishFillEvents, resolutionData, VenueLookup, WebhookService } from './jobs/webhooks/service.ts';
 import { FillStream } from './jobs/stream.ts';
 import { PushStore } from './data/push-store.ts';
 import { PushService } from './jobs/push.ts';
@@ -192,7 +192,10 @@ if (env.LIVE_TAIL === 'on') {
   let queueRedis: import('ioredis').Redis | undefined;
   if (env.REDIS_URL) {
     const { Redis } = await import('ioredis');
-    queueRedis = new Redis(env.REDIS_URL, { maxRetriesPerRequest: null });
+    // fail fast while Redis is down (requests answer 503, rows wait in the outbox); blocking work gets duplicates
+    queueRedis = new Redis(env.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 5000 });
+    const r = queueRedis;
+    await Promise.race([new Promise((ok) => r.once('ready', ok)), new Promise((ok) => setTimeout(ok, 3000))]);
   }
   const webhooks = new WebhookService({
     store: webhookStore,
@@ -200,9 +203,14 @@ if (env.LIVE_TAIL === 'on') {
     log: (m) => console.log(`  ${m}`),
     ...(queueRedis ? { redis: { connection: queueRedis, prefix: env.WEBHOOK_QUEUE_PREFIX } } : {}),
   });
-  // settled outbox rows are kept 30 days (monthly usage is counted separately and stays)
-  const pruneOutbox = setInterval(() => webhookStore.prune(Date.now() - 30 * 24 * 3600_000), 3600_000);
+  // settled outbox rows are kept 30 days (monthly usage is counted separately and stays); pruned in small batches
+  // with the event loop free in between, so deliveries and requests go on
+  const pruneOutbox = setInterval(async () => {
+    const before = Date.now() - 30 * 24 * 3600_000;
+    while (webhookStore.prune(before, 2000) === 2000) await new Promise((r) => setImmediate(r));
+  }, 3600_000);
   pruneOutbox.unref();
+  await webhooks.start();
   const pushStore = new PushStore(servicePath);
   // live push notifications share the plan's monthly webhook event quota (the webhook usage counter)
   const push = new PushService({ store: pushStore, subject: env.VAPID_SUBJECT, planOf: (u) => accounts.user(u)?.plan ?? null, usage: webhookStore, log: (m) => console.log(`  ${m}`) });
@@ -256,14 +264,12 @@ if (env.LIVE_TAIL === 'on') {
   );
   tail.on('resolution', (r) =>
     produce(async () => {
-      try {
-        await publishResolution(webhooks, venueLookup, r);
-      } finally {
-        await push.publishResolution(venueLookup, r); // never throws; best effort
-      }
+      // one market.resolved data for both channels
+      const data = await resolutionData(venueLookup, r);
+      webhooks.publish('market.resolved', data);
+      push.publish('market.resolved', data); // never throws; best effort
     }),
   );
-  await webhooks.start();
   console.log(`Webhook deliveries: ${queueRedis ? 'Redis queue (BullMQ), a worker in this process' : 'SQLite outbox worker'}`);
   console.log(`Live tail: ~${env.LIVE_TAIL_RATE} taker fills/s (speed x${env.LIVE_TAIL_SPEED}); Ctrl-C to stop.`);
   const schedule = startSnapshotSchedule({ instance, store: snapshots, now: venueNow, log: (m) => console.log(`  ${m}`) });

@@ -128,9 +128,12 @@ export class WebhookStore {
       CREATE TABLE IF NOT EXISTS webhook_usage (
         user_id TEXT NOT NULL, month TEXT NOT NULL, used INTEGER NOT NULL, PRIMARY KEY (user_id, month)) WITHOUT ROWID;`);
     // secret rotation (added later): the secret being rotated out, and until when deliveries are also signed with it
-    const cols = new Set((this.db.prepare(`PRAGMA table_info(webhook_subscriptions)`).all() as { name: string }[]).map((c) => c.name));
-    if (!cols.has('previous_secret')) this.db.exec(`ALTER TABLE webhook_subscriptions ADD COLUMN previous_secret TEXT`);
-    if (!cols.has('previous_secret_until_ms')) this.db.exec(`ALTER TABLE webhook_subscriptions ADD COLUMN previous_secret_until_ms INTEGER`);
+    // (checked and added under one write lock: two processes opening an old file must not both add a column)
+    this.db.transaction(() => {
+      const cols = new Set((this.db.prepare(`PRAGMA table_info(webhook_subscriptions)`).all() as { name: string }[]).map((c) => c.name));
+      if (!cols.has('previous_secret')) this.db.exec(`ALTER TABLE webhook_subscriptions ADD COLUMN previous_secret TEXT`);
+      if (!cols.has('previous_secret_until_ms')) this.db.exec(`ALTER TABLE webhook_subscriptions ADD COLUMN previous_secret_until_ms INTEGER`);
+    }).immediate();
     this.usedStmt = this.db.prepare(`SELECT used FROM webhook_usage WHERE user_id = ? AND month = ?`);
     this.bumpStmt = this.db.prepare(`INSERT INTO webhook_usage (user_id, month, used) VALUES (?, ?, ?) ON CONFLICT (user_id, month) DO UPDATE SET used = used + excluded.used`);
   }
@@ -317,8 +320,27 @@ export class WebhookStore {
    * Delete settled outbox rows created before `beforeMs` (delivered, exhausted, dropped, and queued ones, whose
    * record is the Redis job by then). Pending rows are never pruned. Monthly usage is a separate counter and stays.
    */
-  prune(beforeMs: number): number {
-    return this.db.prepare(`DELETE FROM webhook_deliveries WHERE status <> 'pending' AND created_ms < ?`).run(beforeMs).changes;
+  prune(beforeMs: number, limit = 5000): number {
+    // a bounded batch per call, so a caller can yield between batches instead of blocking on millions of rows
+    return this.db
+      .prepare(`DELETE FROM webhook_deliveries WHERE delivery_id IN (SELECT delivery_id FROM webhook_deliveries WHERE status <> 'pending' AND created_ms < ? ORDER BY created_ms LIMIT ?)`)
+      .run(beforeMs, limit).changes;
+  }
+
+  /** Write the Redis queue's final outcomes back to their `queued` rows (a delivery seen delivered stays delivered). */
+  settleFromQueue(outcomes: readonly { event_id: string; subscription_id: string; status: 'delivered' | 'exhausted' | 'dropped'; attempts: number; http_status: number | null; error: string | null; at_ms: number }[]): void {
+    const st = this.db.prepare(
+      `UPDATE webhook_deliveries SET status = ?, attempts = max(attempts, ?), last_status = ?, last_error = ?, delivered_ms = ?
+       WHERE event_id = ? AND subscription_id = ? AND (status = 'queued' OR (? = 'delivered' AND status = 'exhausted'))`,
+    );
+    this.db.transaction(() => {
+      for (const o of outcomes) st.run(o.status, o.attempts, o.http_status, o.error, o.status === 'delivered' ? o.at_ms : null, o.event_id, o.subscription_id, o.status);
+    })();
+  }
+
+  /** How many subscriptions there are (the Redis mirror should hold as many). */
+  countAll(): number {
+    return (this.db.prepare(`SELECT count(*) AS n FROM webhook_subscriptions`).get() as { n: number }).n;
   }
 
   /** A subscription's deliveries, newest first, before the delivery id `before` (keyset pagination). */

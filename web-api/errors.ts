@@ -78,7 +78,7 @@ function mapError(err: unknown): { status: number; body: Omit<ErrorBody, 'trace_
     return { status: 503, body: { error: 'analytics_missing', message: err.message } };
   }
   // the gateway and the webhook service throw coded errors that carry their own status and code
-  if (err instanceof CodedError && err.status >= 400 && err.status < 500) return { status: err.status, body: { error: err.code, message: err.message, reason: err.reason } };
+  if (err instanceof CodedError && ((err.status >= 400 && err.status < 500) || err.status === 503)) return { status: err.status, body: { error: err.code, message: err.message, reason: err.reason } };
   // express/body-parser errors carry a status and a type
   const e = err as { status?: number; statusCode?: number; type?: string };
   const status = e?.status ?? e?.statusCode;

@@ -9,8 +9,14 @@
  *     between the two leaves the rows pending; the lease expires and the relay adds them again, and BullMQ ignores
  *     an add whose job id it already holds (completed jobs are kept 24 h for that), so no duplicate is sent.
  *  3. Workers anywhere take jobs, look up the subscription's target and signing secret in a Redis hash that the
- *     service mirrors from SQLite (create/update/delete write it; a full resync runs at start and after any failed
- *     write), sign afresh, and POST through the SSRF-guarded pinned sender. A non-2xx throws, so BullMQ retries.
+ *     service mirrors from SQLite (create/update/delete write it; a full resync runs at start, after any failed
+ *     write, and whenever a periodic check finds the mirror's size off), sign afresh, and POST through the
+ *     SSRF-guarded pinned sender. A non-2xx throws, so BullMQ retries. A subscription missing from the mirror is a
+ *     failed try (the mirror may be behind, e.g. after Redis lost data), not a drop: only an id in the `deleted` set
+ *     (written with the delete) drops its jobs.
+ *  4. Each final outcome (delivered, exhausted, dropped) goes to a Redis stream; the service reads it with a consumer
+ *     group (acknowledged only once applied) and writes it back to the outbox row, so the SQLite delivery log stays
+ *     the 30-day record after BullMQ has removed its jobs.
  *
  * Counting tries: BullMQ's `attempts` counts the first try, so `attempts: 7` is the first try plus the spec's six
  * retries (5 s, 30 s, 5 min, 1 h, 6 h, 24 h, each from the failed try) — the same count as the SQLite worker. A
@@ -62,6 +68,26 @@ export function retryDelay(triesSoFar: number, delays: readonly number[] = RETRY
 
 /** The failure message BullMQ keeps: `HTTP <status>: <error>` or the transport error; parsed back by `state`. */
 class DeliveryFailed extends Error {}
+
+/** Redis keys of one queue (one prefix). */
+export function queueKeys(prefix: string = DEFAULT_PREFIX) {
+  const base = `${prefix}:${QUEUE_NAME}`;
+  return { base, targets: `${base}:targets`, deleted: `${base}:deleted`, outcomes: `${base}:outcomes`, delayed: `${base}:delayed` };
+}
+
+/** What the service writes back to the outbox row once the queue is done with a delivery. */
+export interface QueueOutcome {
+  event_id: string;
+  subscription_id: string;
+  status: 'delivered' | 'exhausted' | 'dropped';
+  attempts: number;
+  http_status: number | null;
+  error: string | null;
+  at_ms: number;
+}
+
+/** outcomes kept in the stream while the service is away (roughly; XADD MAXLEN ~) */
+const OUTCOMES_MAXLEN = 1_000_000;
 const failureMessage = (status: number | null, error: string | undefined) => (status ? `HTTP ${status}${error && error !== `http ${status}` ? `: ${error}` : ''}` : (error ?? 'no response'));
 
 export interface RedisQueueOptions {
@@ -74,21 +100,35 @@ export interface RedisQueueOptions {
 export class RedisDeliveryQueue {
   readonly queue: Queue<DeliveryJob>;
   readonly targetsKey: string;
-  private readonly keyPrefix: string;
+  readonly keys: ReturnType<typeof queueKeys>;
   private readonly redis: Redis;
 
   constructor(opts: RedisQueueOptions) {
-    const prefix = opts.prefix ?? DEFAULT_PREFIX;
     this.redis = opts.connection;
-    this.queue = new Queue<DeliveryJob>(QUEUE_NAME, { connection: opts.connection as unknown as ConnectionOptions, prefix });
-    this.keyPrefix = `${prefix}:${QUEUE_NAME}`;
-    this.targetsKey = `${this.keyPrefix}:targets`;
+    this.queue = new Queue<DeliveryJob>(QUEUE_NAME, { connection: opts.connection as unknown as ConnectionOptions, prefix: opts.prefix ?? DEFAULT_PREFIX });
+    this.keys = queueKeys(opts.prefix);
+    this.targetsKey = this.keys.targets;
+  }
+
+  /**
+   * BullMQ waits for a connection that is down instead of failing: fail fast when it is not ready, and bound the
+   * wait otherwise (an add that lands later is harmless: the relay re-adds the same job ids, which BullMQ ignores).
+   */
+  private guarded<T>(what: string, f: () => Promise<T>, ms = 5_000): Promise<T> {
+    if (this.redis.status !== 'ready') return Promise.reject(new Error(`redis unavailable (${this.redis.status}): ${what}`));
+    let timer: NodeJS.Timeout | undefined;
+    return Promise.race([
+      f(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`redis did not answer within ${ms} ms: ${what}`)), ms);
+      }),
+    ]).finally(() => clearTimeout(timer));
   }
 
   /** Add deliveries (idempotent per job id). Resolves once Redis has them. */
   async add(rows: readonly DeliveryJob[], maxTries: number): Promise<void> {
     if (!rows.length) return;
-    await this.queue.addBulk(
+    await this.guarded('add', () => this.queue.addBulk(
       rows.map((d) => ({
         name: d.type,
         data: d,
@@ -100,7 +140,7 @@ export class RedisDeliveryQueue {
           removeOnFail: { age: KEEP_FAILED_S },
         },
       })),
-    );
+    ));
   }
 
   // Subscription targets mirrored for workers on other machines ----------------------------------------------
@@ -109,8 +149,14 @@ export class RedisDeliveryQueue {
     await this.redis.hset(this.targetsKey, t.id, mirrorValue(t));
   }
 
+  /** Deleted for good: its queued jobs are dropped (ids are random and never reused, so the set only grows by deletes). */
   async removeTarget(id: string): Promise<void> {
-    await this.redis.hdel(this.targetsKey, id);
+    await this.redis.multi().hdel(this.targetsKey, id).sadd(this.keys.deleted, id).exec();
+  }
+
+  /** How many targets the mirror holds (the service compares it with its own count). */
+  targetCount(): Promise<number> {
+    return this.redis.hlen(this.targetsKey);
   }
 
   /** Replace the whole mirror with the store's subscriptions, atomically. */
@@ -129,15 +175,15 @@ export class RedisDeliveryQueue {
   // What happened to a delivery ---------------------------------------------------------------------------------
 
   async state(eventId: string, subscriptionId: string): Promise<QueuedDelivery | null> {
-    const job = (await this.queue.getJob(jobIdOf(eventId, subscriptionId))) as Job<DeliveryJob> | undefined;
+    const job = (await this.guarded('getJob', () => this.queue.getJob(jobIdOf(eventId, subscriptionId)), 2_000)) as Job<DeliveryJob> | undefined;
     if (!job) return null;
-    const s = await job.getState();
+    const s = await this.guarded('getState', () => job.getState(), 2_000);
     const prior = job.data.prior_attempts ?? 0;
     const m = /^HTTP (\d{3})/.exec(job.failedReason ?? '');
     const lastStatus = s === 'completed' ? Number((job.returnvalue as { http_status?: number } | null)?.http_status ?? 200) : m ? Number(m[1]) : null;
     const dropped = s === 'failed' && job.failedReason === 'subscription deleted';
     // a delayed job's score in the delayed set is its due time x 0x1000 (+ a tie-break counter)
-    const score = s === 'delayed' ? await this.redis.zscore(`${this.keyPrefix}:delayed`, job.id!) : null;
+    const score = s === 'delayed' ? await this.redis.zscore(this.keys.delayed, job.id!) : null;
     return {
       status: s === 'completed' ? 'delivered' : dropped ? 'dropped' : s === 'failed' ? 'exhausted' : 'pending',
       attempts: prior + job.attemptsMade,
@@ -149,7 +195,7 @@ export class RedisDeliveryQueue {
 
   /** Jobs by state (completed jobs are kept 24 h, failed ones 30 days). */
   async counts(): Promise<Record<'waiting' | 'active' | 'delayed' | 'completed' | 'failed', number>> {
-    const c = await this.queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed');
+    const c = await this.guarded('counts', () => this.queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed'));
     return { waiting: c.waiting ?? 0, active: c.active ?? 0, delayed: c.delayed ?? 0, completed: c.completed ?? 0, failed: c.failed ?? 0 };
   }
 
@@ -176,15 +222,31 @@ export interface RedisWorkerOptions {
 /** A BullMQ worker delivering webhook jobs. Start as many as you like, in any process that reaches Redis. */
 export function startRedisWorker(o: RedisWorkerOptions): Worker<DeliveryJob> {
   const prefix = o.prefix ?? DEFAULT_PREFIX;
-  const targetsKey = `${prefix}:${QUEUE_NAME}:targets`;
+  const keys = queueKeys(prefix);
   const delays = o.retryDelaysMs ?? RETRY_DELAYS_MS;
   const now = o.now ?? (() => new Date());
   const redis = o.connection;
+  const triesOf = (job: Job<DeliveryJob>) => (job.data.prior_attempts ?? 0) + job.attemptsMade + 1;
+  const outcome = (job: Job<DeliveryJob>, status: QueueOutcome['status'], httpStatus: number | null, error: string | null) =>
+    redis.xadd(
+      keys.outcomes, 'MAXLEN', '~', OUTCOMES_MAXLEN, '*',
+      'event_id', job.data.event_id, 'subscription_id', job.data.subscription_id, 'status', status,
+      'attempts', String(triesOf(job)), 'http_status', httpStatus === null ? '' : String(httpStatus), 'error', error ?? '', 'at_ms', String(Date.now()),
+    );
   return new Worker<DeliveryJob>(
     QUEUE_NAME,
     async (job) => {
-      const raw = await redis.hget(targetsKey, job.data.subscription_id);
-      if (!raw) throw new UnrecoverableError('subscription deleted');
+      const raw = await redis.hget(keys.targets, job.data.subscription_id);
+      if (!raw) {
+        if (await redis.sismember(keys.deleted, job.data.subscription_id)) {
+          await outcome(job, 'dropped', null, 'subscription deleted');
+          throw new UnrecoverableError('subscription deleted');
+        }
+        // the mirror is behind (it is being rebuilt): an ordinary failed try, retried on the schedule
+        const msg = 'subscription not in the target mirror yet';
+        if (triesOf(job) >= (job.opts.attempts ?? 1) + (job.data.prior_attempts ?? 0)) await outcome(job, 'exhausted', null, msg);
+        throw new DeliveryFailed(msg);
+      }
       const target = JSON.parse(raw) as DeliveryTarget;
       const nowMs = now().getTime();
       const t = Math.floor(nowMs / 1000);
@@ -200,7 +262,13 @@ export function startRedisWorker(o: RedisWorkerOptions): Worker<DeliveryJob> {
         error = (e as Error).message;
       }
       o.onAttempt?.(job.data, ok, status);
-      if (!ok) throw new DeliveryFailed(failureMessage(status, error).slice(0, 500));
+      if (!ok) {
+        const msg = failureMessage(status, error).slice(0, 500);
+        // the last try: report the outcome before BullMQ moves the job to failed
+        if (triesOf(job) >= (job.opts.attempts ?? 1) + (job.data.prior_attempts ?? 0)) await outcome(job, 'exhausted', status, msg);
+        throw new DeliveryFailed(msg);
+      }
+      await outcome(job, 'delivered', status, null);
       return { http_status: status };
     },
     {
@@ -293,5 +361,104 @@ export class OutboxRelay {
 /** The mirror holds exactly what a worker needs: URL and secrets (the rotated-out one with its end). */
 const mirrorValue = (t: DeliveryTarget): string =>
   JSON.stringify({ target_url: t.target_url, secret: t.secret, previous_secret: t.previous_secret, previous_secret_until_ms: t.previous_secret_until_ms });
+
+/**
+ * Reads final outcomes from the stream with a consumer group and applies them to the outbox rows (step 4). An entry
+ * is acknowledged only after its row is written, so a crash re-reads it (applying twice changes nothing). Needs
+ * its own connection: it blocks on XREADGROUP.
+ */
+export class OutcomeSink {
+  private stopped = false;
+  private loop: Promise<void> | null = null;
+  private readonly keys: ReturnType<typeof queueKeys>;
+  static readonly GROUP = 'service';
+
+  constructor(
+    private readonly deps: {
+      /** a dedicated connection (maxRetriesPerRequest: null): the sink blocks on it */
+      connection: Redis;
+      prefix?: string;
+      apply: (outcomes: QueueOutcome[]) => void;
+      log?: (msg: string) => void;
+      blockMs?: number;
+    },
+  ) {
+    this.keys = queueKeys(deps.prefix);
+  }
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /** Apply what is in the stream now (tests); the loop does the same continuously. */
+  async drainOnce(): Promise<number> {
+    await this.ensureGroup();
+    let n = 0;
+    for (const id of ['0', '>'] as const)
+      for (let got = await this.readBatch(id, undefined); got > 0; got = await this.readBatch(id, undefined)) n += got;
+    return n;
+  }
+
+  private async ensureGroup(): Promise<void> {
+    try {
+      await this.deps.connection.xgroup('CREATE', this.keys.outcomes, OutcomeSink.GROUP, '0', 'MKSTREAM');
+    } catch (e) {
+      if (!String((e as Error).message).includes('BUSYGROUP')) throw e;
+    }
+  }
+
+  private async readBatch(from: '0' | '>', blockMs: number | undefined): Promise<number> {
+    const args: (string | number)[] = ['GROUP', OutcomeSink.GROUP, 'service-process', 'COUNT', 500];
+    if (blockMs !== undefined) args.push('BLOCK', blockMs);
+    args.push('STREAMS', this.keys.outcomes, from);
+    const res = (await (this.deps.connection as unknown as { xreadgroup: (...a: (string | number)[]) => Promise<unknown> }).xreadgroup(...args)) as [string, [string, string[]][]][] | null;
+    const entries = res?.[0]?.[1] ?? [];
+    if (!entries.length) return 0;
+    const outcomes: QueueOutcome[] = [];
+    for (const [, fields] of entries) {
+      const f: Record<string, string> = {};
+      for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
+      if (!f.event_id || !f.subscription_id || !['delivered', 'exhausted', 'dropped'].includes(f.status ?? '')) continue;
+      outcomes.push({
+        event_id: f.event_id,
+        subscription_id: f.subscription_id,
+        status: f.status as QueueOutcome['status'],
+        attempts: Number(f.attempts) || 0,
+        http_status: f.http_status ? Number(f.http_status) : null,
+        error: f.error || null,
+        at_ms: Number(f.at_ms) || Date.now(),
+      });
+    }
+    this.deps.apply(outcomes);
+    await this.deps.connection.xack(this.keys.outcomes, OutcomeSink.GROUP, ...entries.map(([id]) => id));
+    return entries.length;
+  }
+
+  private async run(): Promise<void> {
+    let pendingFirst = true;
+    while (!this.stopped) {
+      try {
+        await this.ensureGroup();
+        // after a crash: what was read but not acknowledged, then new entries
+        if (pendingFirst) {
+          while ((await this.readBatch('0', undefined)) > 0 && !this.stopped);
+          pendingFirst = false;
+        }
+        await this.readBatch('>', this.deps.blockMs ?? 1000);
+      } catch (e) {
+        if (this.stopped) break;
+        this.deps.log?.(`webhooks: reading delivery outcomes failed (retrying): ${(e as Error).message}`);
+        pendingFirst = true;
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    // the blocking read returns within blockMs; do not wait for longer than that
+    await Promise.race([this.loop, new Promise((r) => setTimeout(r, (this.deps.blockMs ?? 1000) + 500))]);
+  }
+}
 
 const toJob = (r: DeliveryRow): DeliveryJob => ({ event_id: r.event_id, subscription_id: r.subscription_id, type: r.type, body: r.body, prior_attempts: r.attempts });

@@ -18,7 +18,7 @@ import { CodedError } from '../../core/coded-error.ts';
 import { newSigningSecret } from './signing.ts';
 import { parseTarget, pinnedPost, resolveTarget, type Allowlist, type PinnedPostOptions } from './ssrf.ts';
 import { DeliveryWorker, DELIVERY_TIMEOUT_MS, type Send } from './worker.ts';
-import { OutboxRelay, RedisDeliveryQueue, startRedisWorker } from './redis-queue.ts';
+import { OutboxRelay, OutcomeSink, RedisDeliveryQueue, startRedisWorker } from './redis-queue.ts';
 import type { Redis } from 'ioredis';
 import type { Worker } from 'bullmq';
 
@@ -52,12 +52,20 @@ export interface WebhookServiceDeps {
    * and a relay hands it to Redis, where any number of workers share the work (jobs/webhooks/redis-queue.ts).
    */
   redis?: {
-    /** created with maxRetriesPerRequest: null */
+    /**
+     * the producer-side connection (queue, mirror, relay, delivery log). Give it enableOfflineQueue: false and a
+     * commandTimeout so requests fail fast (503) while Redis is down; the worker and the outcome reader get blocking
+     * duplicates of it.
+     */
     connection: Redis;
     prefix?: string;
     /** deliver in this process too (default true); `npm run webhooks:worker` runs more workers elsewhere */
     worker?: boolean;
     concurrency?: number;
+    /** test hook: the in-process worker's retry delays (production: RETRY_DELAYS_MS) */
+    retryDelaysMs?: readonly number[];
+    /** how often the mirror's size is compared with the store's (default 10 s) */
+    mirrorCheckMs?: number;
   };
 }
 
@@ -104,12 +112,16 @@ export class WebhookService {
   readonly queue: RedisDeliveryQueue | null = null;
   private readonly relay: OutboxRelay | null = null;
   private redisWorker: Worker | null = null;
+  private sink: OutcomeSink | null = null;
+  /** blocking connections this service opened (duplicates of the producer connection) */
+  private readonly ownConnections: Redis[] = [];
   private readonly send: Send;
   private readonly owner = new Map<string, string>();
   private readonly now: () => Date;
   /** the Redis mirror of targets missed a write: resync it whole */
   private mirrorDirty = true;
-  private mirrorTimer: NodeJS.Timeout | null = null;
+  private readonly timers: NodeJS.Timeout[] = [];
+  private started = false;
 
   constructor(private readonly deps: WebhookServiceDeps) {
     this.now = deps.now ?? (() => new Date());
@@ -125,27 +137,60 @@ export class WebhookService {
     for (const s of deps.store.all()) this.indexSub(s);
   }
 
-  /** Start delivering (and in Redis mode: mirror the targets, relay the outbox, run a worker here unless told not to). */
+  /**
+   * Start delivering. In Redis mode: mirror the targets (a Redis outage here is logged and retried, not fatal: rows
+   * wait in the outbox), check the mirror's size periodically, read final outcomes back into the outbox, relay, and
+   * run a worker here unless told not to.
+   */
   async start(): Promise<void> {
-    if (this.queue && this.deps.redis) {
-      await this.syncMirror();
-      this.mirrorTimer = setInterval(() => {
-        if (this.mirrorDirty) this.syncMirror().catch((e) => this.deps.log?.(`webhooks: target mirror resync failed: ${(e as Error).message}`));
-      }, 1000);
-      this.mirrorTimer.unref();
-      if (this.deps.redis.worker !== false)
-        this.redisWorker = startRedisWorker({ connection: this.deps.redis.connection, prefix: this.deps.redis.prefix, send: this.send, now: this.now, concurrency: this.deps.redis.concurrency });
+    const r = this.deps.redis;
+    if (this.queue && r) {
+      const log = (what: string) => (e: unknown) => this.deps.log?.(`webhooks: ${what} failed: ${(e as Error).message}`);
+      await this.syncMirror().catch(log('target mirror sync (retrying)'));
+      let sinceCheck = 0;
+      const checkEvery = r.mirrorCheckMs ?? 10_000;
+      this.timers.push(
+        setInterval(() => {
+          sinceCheck += 250;
+          if (!this.mirrorDirty && sinceCheck >= checkEvery) {
+            sinceCheck = 0;
+            // the mirror can lose entries without any write of ours failing (Redis restarted from an old snapshot,
+            // a failover to a lagging replica, a flush): a size that differs from the store's triggers a resync
+            this.queue!.targetCount().then((n) => {
+              if (n !== this.deps.store.countAll()) this.mirrorDirty = true;
+            }, log('target mirror check'));
+          }
+          if (this.mirrorDirty) this.syncMirror().catch(log('target mirror resync'));
+        }, 250),
+      );
+      for (const t of this.timers) t.unref();
+      const blocking = () => {
+        const c = r.connection.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true, commandTimeout: undefined });
+        this.ownConnections.push(c);
+        return c;
+      };
+      this.sink = new OutcomeSink({ connection: blocking(), prefix: r.prefix, apply: (o) => this.deps.store.settleFromQueue(o), log: this.deps.log });
+      this.sink.start();
+      if (r.worker !== false)
+        this.redisWorker = startRedisWorker({ connection: blocking(), prefix: r.prefix, send: this.send, now: this.now, concurrency: r.concurrency, retryDelaysMs: r.retryDelaysMs });
     }
+    this.started = true;
     this.worker.start();
+    this.relay?.kick();
   }
 
+  /** Stop, giving each part a bounded time (a worker finishes its sends in flight: at most the 10 s timeout). */
   async stop(): Promise<void> {
-    if (this.mirrorTimer) clearInterval(this.mirrorTimer);
-    this.mirrorTimer = null;
-    await this.worker.stop();
-    await this.redisWorker?.close();
+    const within = (p: Promise<unknown> | undefined, ms: number) => Promise.race([p?.catch(() => {}), new Promise((res) => setTimeout(res, ms).unref())]);
+    for (const t of this.timers.splice(0)) clearInterval(t);
+    this.started = false;
+    await within(this.worker.stop(), 5_000);
+    await within(this.redisWorker?.close(), DELIVERY_TIMEOUT_MS + 2_000);
     this.redisWorker = null;
-    await this.queue?.close();
+    await within(this.sink?.stop(), 3_000);
+    this.sink = null;
+    await within(this.queue?.close(), 2_000);
+    for (const c of this.ownConnections.splice(0)) c.disconnect();
   }
 
   private async syncMirror(): Promise<void> {
@@ -207,7 +252,7 @@ export class WebhookService {
     if (!(await this.mirror((q) => q.putTarget(this.deps.store.target(row.id)!)))) {
       // workers could not deliver to it yet: refuse rather than accept events that would be dropped
       this.deps.store.delete(row.id, userId);
-      throw new WebhookError(500, 'queue_unavailable', 'the delivery queue is unreachable; nothing was created', 'try again shortly');
+      throw new WebhookError(503, 'queue_unavailable', 'the delivery queue is unreachable; nothing was created', 'try again shortly');
     }
     this.indexSub(row);
     return { subscription: view(row), secret };
@@ -316,8 +361,16 @@ export class WebhookService {
     const body = JSON.stringify({ type: 'service.test', emitted_at: this.now().toISOString(), data: { subscription_id: id, message: 'a test event sent on request' } });
     const r = this.deps.store.enqueue({ id: eventId, type: 'service.test', body }, [{ id, user_id: userId }], this.quota, this.now().getTime());
     if (!r.enqueued) throw new WebhookError(429, 'quota_exceeded', 'the monthly webhook event quota is used up', `${this.quota(userId)} events per month on your plan`);
+    if (this.queue) {
+      try {
+        await this.worker.runDue();
+      } catch {
+        // the test event stays in the outbox and goes out once the queue is back
+        throw new WebhookError(503, 'queue_unavailable', 'the delivery queue is unreachable; the test event is kept and sent when it is back', `event ${eventId}`);
+      }
+      return this.testOutcomeFromQueue(eventId, id);
+    }
     await this.worker.runDue();
-    if (this.queue) return this.testOutcomeFromQueue(eventId, id);
     const d = this.deps.store.delivery(eventId, id)!;
     return {
       event_id: eventId,
@@ -332,10 +385,11 @@ export class WebhookService {
   /** Redis mode: wait (up to the send timeout and a little) for a worker's first try of the test delivery. */
   private async testOutcomeFromQueue(eventId: string, id: string): Promise<TestDelivery> {
     const deadline = Date.now() + DELIVERY_TIMEOUT_MS + 5_000;
-    let st = await this.queue!.state(eventId, id);
+    const read = () => this.queue!.state(eventId, id).catch(() => null);
+    let st = await read();
     while ((!st || (st.attempts === 0 && st.status === 'pending')) && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 25));
-      st = await this.queue!.state(eventId, id);
+      st = await read();
     }
     return {
       event_id: eventId,
@@ -355,7 +409,7 @@ export class WebhookService {
     const body = JSON.stringify({ type, emitted_at: emittedAt.toISOString(), data });
     const subs = ids.map((id) => ({ id, user_id: this.owner.get(id)! }));
     const r = this.deps.store.enqueue({ id: eventId, type, body }, subs, this.quota, this.now().getTime());
-    if (r.enqueued) this.relay?.kick();
+    if (r.enqueued && this.started) this.relay?.kick();
     return { event_id: eventId, ...r };
   }
 }

@@ -9,12 +9,12 @@
 import { Redis } from 'ioredis';
 import { z } from 'zod';
 import { DEFAULT_PREFIX, startRedisWorker } from './redis-queue.ts';
-import { pinnedPost } from './ssrf.ts';
+import { DeliveryAgentPool, pinnedPost } from './ssrf.ts';
 
 const Env = z.object({
   REDIS_URL: z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL'),
   WEBHOOK_QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/).default(DEFAULT_PREFIX),
-  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(16),
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
 });
 const parsed = Env.safeParse(process.env);
 if (!parsed.success) {
@@ -23,23 +23,28 @@ if (!parsed.success) {
 }
 const env = parsed.data;
 const connection = new Redis(env.REDIS_URL, { maxRetriesPerRequest: null });
+// as many sockets per receiver as sends in flight: a send never spends its 10 s deadline waiting for a socket
+const pool = new DeliveryAgentPool({ maxSocketsPerOrigin: env.WEBHOOK_CONCURRENCY, maxTotalSockets: Math.max(256, env.WEBHOOK_CONCURRENCY) });
+/** the URL without credentials (user:password@ or ?password=) for the log */
+const redacted = (u: string) => u.replace(/\/\/[^@/]*@/, '//***@').replace(/([?&](?:password|pass|auth)=)[^&]*/gi, '$1***');
 let delivered = 0;
 let failed = 0;
 const worker = startRedisWorker({
   connection,
   prefix: env.WEBHOOK_QUEUE_PREFIX,
   concurrency: env.WEBHOOK_CONCURRENCY,
-  send: (url, body, headers) => pinnedPost(url, body, headers).then((r) => ({ ok: r.ok, status: r.status || null, error: r.error })),
+  send: (url, body, headers) => pinnedPost(url, body, headers, { pool }).then((r) => ({ ok: r.ok, status: r.status || null, error: r.error })),
   onAttempt: (_job, ok) => (ok ? delivered++ : failed++),
 });
 worker.on('error', (e) => console.error(`webhooks worker: ${e.message}`));
 await worker.waitUntilReady();
-console.log(`webhooks worker: delivering from ${env.REDIS_URL.replace(/\/\/[^@]*@/, '//***@')} (prefix ${env.WEBHOOK_QUEUE_PREFIX}, ${env.WEBHOOK_CONCURRENCY} in flight)`);
+console.log(`webhooks worker: delivering from ${redacted(env.REDIS_URL)} (prefix ${env.WEBHOOK_QUEUE_PREFIX}, ${env.WEBHOOK_CONCURRENCY} in flight)`);
 const stats = setInterval(() => console.log(`  ${delivered} delivered, ${failed} failed tries`), 60_000);
 stats.unref();
 const stop = async () => {
   clearInterval(stats);
   await worker.close();
+  pool.close();
   connection.disconnect();
   process.exit(0);
 };

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebhookStore } from '../../data/webhook-store.ts';
-import { OutboxRelay, RedisDeliveryQueue, retryDelay, startRedisWorker } from '../../jobs/webhooks/redis-queue.ts';
+import { OutboxRelay, OutcomeSink, RedisDeliveryQueue, retryDelay, startRedisWorker } from '../../jobs/webhooks/redis-queue.ts';
 import { WebhookService } from '../../jobs/webhooks/service.ts';
 import { pinnedPost } from '../../jobs/webhooks/ssrf.ts';
 import { RETRY_DELAYS_MS, type Send } from '../../jobs/webhooks/worker.ts';
@@ -96,6 +96,11 @@ describe('retry schedule', () => {
       expect(g, `gap ${i + 1}`).toBeLessThan(scaled[i]! + 1000);
     });
     expect(await queue.state('evt_retry', sub.id)).toMatchObject({ status: 'exhausted', attempts: 7, last_status: 500 });
+    // the final outcome reaches the outbox row through the outcome stream
+    const sinkConn = redis.duplicate();
+    expect(await new OutcomeSink({ connection: sinkConn, prefix, apply: (o) => store.settleFromQueue(o) }).drainOnce()).toBe(1);
+    sinkConn.disconnect();
+    expect(store.delivery('evt_retry', sub.id)).toMatchObject({ status: 'exhausted', attempts: 7, last_status: 500 });
     rx.answer = () => 200;
     await worker.close();
     await queue.close();
@@ -159,7 +164,9 @@ describe('the service in Redis mode', () => {
     expect(received[0]!.headers['x-service-event-id']).toBe(out.event_id);
     expect(received[0]!.headers['user-agent']).toBe('Service-Webhook/1.0');
     expect(independentCheck(received[0]!, secret)).toBe(true);
-    expect(store.delivery(out.event_id, subscription.id)?.status).toBe('queued');
+    // the worker's outcome is written back to the outbox row (the 30-day delivery log)
+    await until(() => store.delivery(out.event_id, subscription.id)?.status === 'delivered');
+    expect(store.delivery(out.event_id, subscription.id)).toMatchObject({ attempts: 1, last_status: 200 });
   });
 
   it('delivers published events once each, even when the relay hands the same rows off twice (a crash before marking)', async () => {
@@ -169,10 +176,11 @@ describe('the service in Redis mode', () => {
     await until(() => received.length >= 20);
     // replay the hand-off of the same deliveries, as a relay restarted after a crash would
     const rows = events.map((e) => store.delivery(e, sub!.id)!);
-    expect(rows.every((r) => r.status === 'queued')).toBe(true);
+    expect(rows.every((r) => r.status === 'queued' || r.status === 'delivered')).toBe(true);
     await svc.queue!.add(rows.map((r) => ({ event_id: r.event_id, subscription_id: r.subscription_id, type: r.type, body: r.body, prior_attempts: 0 })), 7);
     await new Promise((r) => setTimeout(r, 500));
     expect(received.map((r) => r.headers['x-service-event-id']).sort()).toEqual([...events].sort());
+    await until(() => events.every((e) => store.delivery(e, sub!.id)?.status === 'delivered'));
   });
 
   it('drops jobs of a deleted subscription instead of sending them', async () => {
@@ -184,6 +192,49 @@ describe('the service in Redis mode', () => {
     await until(async () => (await svc.queue!.state('evt_late', sub!.id))?.status === 'dropped');
     expect(received).toHaveLength(0);
   });
+
+  it('retries (never drops) a delivery whose subscription the mirror lost while running, and repairs the mirror', async () => {
+    const lossPrefix = newPrefix();
+    const lossStore = new WebhookStore(join(dir, `${lossPrefix}.sqlite`));
+    // first retry after 100 ms (the mirror is still missing then), the second after 2 s (repaired by then)
+    const lossy = new WebhookService({ store: lossStore, planOf: () => 'pro', allowlist: [`127.0.0.1:${port}`], ca, redis: { connection: redis, prefix: lossPrefix, retryDelaysMs: [100, 2000, 2000, 2000, 2000, 2000], mirrorCheckMs: 1000 } });
+    await lossy.start();
+    const { subscription } = await lossy.create('u1', 'pro', { target_url: target(), event_types: ['trader.fill'] });
+    await redis.del(lossy.queue!.targetsKey); // Redis lost it, no write of ours failed
+    received.length = 0;
+    const { event_id } = lossy.publish('trader.fill', { trader_proxy: '0x' + '12'.repeat(20), size_usdc: 1, tx_hash: '0xloss' });
+    await until(() => lossStore.delivery(event_id, subscription.id)?.status === 'delivered', 15_000);
+    expect(lossStore.delivery(event_id, subscription.id)!.attempts).toBeGreaterThanOrEqual(2);
+    expect(received.map((r) => r.headers['x-service-event-id'])).toEqual([event_id]);
+    expect(await redis.hexists(lossy.queue!.targetsKey, subscription.id)).toBe(1);
+    await lossy.stop();
+    lossStore.close();
+  }, 30_000);
+
+  it('answers 503 while Redis is unreachable, keeps events in the outbox, and stops promptly', async () => {
+    const downStore = new WebhookStore(join(dir, 'down.sqlite'));
+    const down = new Redis('redis://127.0.0.1:1', { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 500, lazyConnect: true, retryStrategy: () => 200 });
+    down.connect().catch(() => {});
+    const svcDown = new WebhookService({ store: downStore, planOf: () => 'pro', allowlist: [`127.0.0.1:${port}`], ca, redis: { connection: down, prefix: newPrefix() } });
+    const t0 = Date.now();
+    await svcDown.start(); // logged, not fatal
+    await expect(svcDown.create('u1', 'pro', { target_url: target(), event_types: ['trader.fill'] })).rejects.toMatchObject({ status: 503, code: 'queue_unavailable' });
+    expect(downStore.countFor('u1')).toBe(0);
+    // a subscription made earlier still gets its events into the outbox, where they wait
+    const sub = downStore.create({ user_id: 'u1', target_url: target(), event_types: ['trader.fill'], filter_json: {}, active: true, secret: 'whsec_down' }, Date.now());
+    const svcDown2 = new WebhookService({ store: downStore, planOf: () => 'pro', allowlist: [`127.0.0.1:${port}`], ca, redis: { connection: down, prefix: newPrefix() } });
+    await svcDown2.start();
+    const { event_id, enqueued } = svcDown2.publish('trader.fill', { trader_proxy: '0x' + '12'.repeat(20), size_usdc: 1 });
+    expect(enqueued).toBe(1);
+    await expect(svcDown2.test('u1', sub.id)).rejects.toMatchObject({ status: 503 });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(downStore.delivery(event_id, sub.id)?.status).toBe('pending');
+    await svcDown.stop();
+    await svcDown2.stop();
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    down.disconnect();
+    downStore.close();
+  }, 30_000);
 
   it('repairs the target mirror when it was lost', async () => {
     const { subscription, secret } = await svc.create('u1', 'pro', { target_url: target(), event_types: ['service.test'] });
@@ -271,8 +322,14 @@ describe('several workers', () => {
     await Promise.all([b, c].map((w) => new Promise((r) => w.once('exit', r))));
     rx.answer = () => 200;
     const counts = await queue.counts();
+    // every final outcome reaches its outbox row: nothing stays queued
+    const sinkConn = redis.duplicate();
+    await new OutcomeSink({ connection: sinkConn, prefix, apply: (o) => store.settleFromQueue(o) }).drainOnce();
+    sinkConn.disconnect();
+    const rowCounts = store.counts();
     await queue.close();
     store.close();
+    expect(rowCounts).toMatchObject({ queued: 0, pending: 0, delivered: counts.completed, exhausted: counts.failed });
 
     expect(counts.completed + counts.failed).toBe(N);
     // all seven tries refused: expected for N x 0.3^7 ≈ 0.4 events

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import Database from 'better-sqlite3';
 import { PLANS } from '../../core/plans.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { WebhookStore } from '../../data/webhook-store.ts';
@@ -180,6 +181,24 @@ describe('secret rotation and the delivery log', () => {
     expect((await api('POST', `/v1/webhooks/${created.id}/rotate-secret`, proKey, { grace: 1 })).status).toBe(400);
     expect((await api('POST', `/v1/webhooks/${created.id}/rotate-secret`, freeKey)).status).toBe(404);
     await api('DELETE', `/v1/webhooks/${created.id}`, proKey);
+  });
+
+  it('opens a webhook file made before secret rotation existed (the columns are added once, the data kept)', async () => {
+    const path = join(dir, 'old-schema.sqlite');
+    const old = new Database(path);
+    old.exec(`CREATE TABLE webhook_subscriptions (
+      id TEXT PRIMARY KEY, user_id TEXT NOT NULL, target_url TEXT NOT NULL, event_types TEXT NOT NULL,
+      filter_json TEXT NOT NULL, active INTEGER NOT NULL, secret TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL)`);
+    old.prepare(`INSERT INTO webhook_subscriptions VALUES ('wh_aaaaaaaaaaaaaaaa', 'u_old', 'https://example.com/h', '["service.test"]', '{}', 1, 'whsec_old', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`).run();
+    old.close();
+    const a = new WebhookStore(path);
+    const b = new WebhookStore(path); // a second opener finds the columns already there
+    expect(a.target('wh_aaaaaaaaaaaaaaaa')).toEqual({ id: 'wh_aaaaaaaaaaaaaaaa', target_url: 'https://example.com/h', secret: 'whsec_old', previous_secret: null, previous_secret_until_ms: null });
+    expect(b.rotateSecret('wh_aaaaaaaaaaaaaaaa', 'u_old', 'whsec_new', 2000, 1000)).toBe(true);
+    expect(a.signingSecrets('wh_aaaaaaaaaaaaaaaa', 1999)).toEqual(['whsec_new', 'whsec_old']);
+    expect(a.signingSecrets('wh_aaaaaaaaaaaaaaaa', 2000)).toEqual(['whsec_new']);
+    a.close();
+    b.close();
   });
 
   it('lists deliveries newest first with cursors, a status filter and the last answer', async () => {
