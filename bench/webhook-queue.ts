@@ -86,7 +86,7 @@ const local = startRedisWorker({ connection: redis, prefix, send, concurrency: 3
 await drained();
 let secs = (performance.now() - t) / 1000;
 await local.close();
-console.log(`drain, 1 worker in this process (32 in flight): ${hits.toLocaleString()} deliveries in ${secs.toFixed(1)} s = ${(hits / secs).toFixed(0)}/s`);
+console.log(`drain, 1 worker in this process (concurrency 32, at most 16 sockets to one receiver): ${hits.toLocaleString()} deliveries in ${secs.toFixed(1)} s = ${(hits / secs).toFixed(0)}/s`);
 
 // 2b. drain with worker processes
 const caFile = join(dir, 'ca.pem');
