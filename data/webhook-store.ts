@@ -344,13 +344,14 @@ export class WebhookStore {
   }
 
   /** A subscription's deliveries, newest first, before the delivery id `before` (keyset pagination). */
-  deliveriesOf(subscriptionId: string, opts: { limit: number; before?: number; status?: DeliveryStatus }): DeliveryRow[] {
+  deliveriesOf(subscriptionId: string, opts: { limit: number; before?: number; statuses?: readonly DeliveryStatus[] }): DeliveryRow[] {
+    const statuses = opts.statuses ?? [];
     return this.db
       .prepare(
-        `SELECT * FROM webhook_deliveries WHERE subscription_id = ? AND delivery_id < ? AND (? IS NULL OR status = ?)
-         ORDER BY delivery_id DESC LIMIT ?`,
+        `SELECT * FROM webhook_deliveries WHERE subscription_id = ? AND delivery_id < ?
+         ${statuses.length ? `AND status IN (${statuses.map(() => '?').join(', ')})` : ''} ORDER BY delivery_id DESC LIMIT ?`,
       )
-      .all(subscriptionId, opts.before ?? Number.MAX_SAFE_INTEGER, opts.status ?? null, opts.status ?? null, opts.limit) as DeliveryRow[];
+      .all(subscriptionId, opts.before ?? Number.MAX_SAFE_INTEGER, ...statuses, opts.limit) as DeliveryRow[];
   }
 
   delivery(eventId: string, subscriptionId: string): DeliveryRow | null {

@@ -13,7 +13,7 @@ import { PLANS, type PlanId } from '../../core/plans.ts';
 import type { QueryRunner } from '../../core/query.ts';
 import { signalFromFill } from '../../core/signals.ts';
 import { EventTypes, FilterJson, SubscriptionIndex, type EventType } from '../../core/webhook-filters.ts';
-import { shortId, type DeliveryRow, type SubscriptionRow, type SubscriptionView, type WebhookStore } from '../../data/webhook-store.ts';
+import { shortId, type DeliveryRow, type DeliveryStatus, type SubscriptionRow, type SubscriptionView, type WebhookStore } from '../../data/webhook-store.ts';
 import { CodedError } from '../../core/coded-error.ts';
 import { newSigningSecret } from './signing.ts';
 import { parseTarget, pinnedPost, resolveTarget, type Allowlist, type PinnedPostOptions } from './ssrf.ts';
@@ -304,20 +304,21 @@ export class WebhookService {
     if (!sub || sub.user_id !== userId) throw new WebhookError(404, 'not_found', `no webhook subscription ${id} on your account`);
     const before = opts.cursor === undefined ? undefined : Number.parseInt(opts.cursor, 36);
     if (before !== undefined && !(Number.isSafeInteger(before) && before > 0)) throw new WebhookError(400, 'invalid_cursor', 'the cursor is not one this route returned');
-    // in Redis mode the outbox only knows "queued": filter after asking the queue, reading a few pages at most
-    const filterLater = this.queue !== null && opts.status !== undefined && opts.status !== 'dropped';
+    // settled rows carry their status in SQLite (outcomes are written back); a `queued` row's state is the queue's,
+    // so in Redis mode a status filter also reads queued rows (only those in flight) and keeps the ones that match
+    const statuses: DeliveryStatus[] | undefined = opts.status === undefined ? undefined : this.queue ? [opts.status, 'queued'] : [opts.status];
     const rows: DeliveryLogRow[] = [];
     let cursor = before;
     // true once every row older than the cursor has been looked at: there is no next page
     let scannedAll = false;
-    for (let pages = 0; rows.length < opts.limit && !scannedAll && pages < (filterLater ? 10 : 1); pages++) {
-      const batch = this.deps.store.deliveriesOf(id, { limit: opts.limit, before: cursor, status: filterLater ? undefined : opts.status });
+    for (let pages = 0; rows.length < opts.limit && !scannedAll && pages < 10; pages++) {
+      const batch = this.deps.store.deliveriesOf(id, { limit: opts.limit, before: cursor, statuses });
+      // queue lookups for one page run together
+      const built = await Promise.all(batch.map((d) => this.logRow(d)));
       let i = 0;
       for (; i < batch.length && rows.length < opts.limit; i++) {
-        const d = batch[i]!;
-        cursor = d.delivery_id;
-        const row = await this.logRow(d);
-        if (!filterLater || row.status === opts.status) rows.push(row);
+        cursor = batch[i]!.delivery_id;
+        if (!opts.status || built[i]!.status === opts.status) rows.push(built[i]!);
       }
       scannedAll = batch.length < opts.limit && i === batch.length;
     }

@@ -265,8 +265,15 @@ describe('the service in Redis mode', () => {
     expect(log.next_cursor).toBeNull();
     await svc.rotateSecret('u1', subscription.id, 0);
     received.length = 0;
-    expect((await svc.test('u1', subscription.id)).delivered).toBe(true);
+    const ok = await svc.test('u1', subscription.id);
+    expect(ok.delivered).toBe(true);
     expect(received.map((r) => r.headers['x-service-signature']!.match(/v1=/g)?.length)).toContain(1);
+    // status filters: a settled row by its written-back status, an in-flight (queued) one by the queue's record
+    await until(() => store.delivery(ok.event_id, subscription.id)?.status === 'delivered');
+    const byStatus = async (status: 'pending' | 'delivered' | 'exhausted') => (await svc.deliveries('u1', subscription.id, { limit: 10, status })).rows.map((r) => r.event_id);
+    expect(await byStatus('delivered')).toEqual([ok.event_id]);
+    expect(await byStatus('pending')).toEqual([failedTest.event_id]);
+    expect(await byStatus('exhausted')).toEqual([]);
   });
 });
 
