@@ -33,6 +33,11 @@ export const PLANS: Readonly<Record<PlanId, Plan>> = {
   desk: { id: 'desk', name: 'Desk', price_usd_month: 799, features: ['metrics_full', 'extra_metrics'], requests_per_minute: 1_000, requests_per_month: 5_000_000, webhook_events_per_month: 1_000_000, webhook_subscriptions: 100 },
 };
 
+/** The monthly webhook event quota (webhook deliveries and live pushes share it); no plan means 0. */
+export function webhookEventsPerMonth(plan: PlanId | null | undefined): number {
+  return plan ? PLANS[plan].webhook_events_per_month : 0;
+}
+
 export function planHas(plan: PlanId, feature: Feature): boolean {
   return PLANS[plan].features.includes(feature);
 }

@@ -8,7 +8,7 @@
  * a write lock so two processes opening the same old file do not both try); existing rows get the defaults.
  */
 import type Database from 'better-sqlite3';
-import { openSqlite } from './sqlite.ts';
+import { addMissingColumns, openSqlite } from './sqlite.ts';
 
 /**
  * The live event types a browser push subscription may ask for. trader.fill is not one of them: the live tail
@@ -60,17 +60,7 @@ export class PushStore {
         endpoint TEXT PRIMARY KEY, user_id TEXT NOT NULL, p256dh TEXT NOT NULL, auth TEXT NOT NULL, created_at TEXT NOT NULL);
       CREATE INDEX IF NOT EXISTS push_subscriptions_user ON push_subscriptions(user_id);
       CREATE TABLE IF NOT EXISTS service_kv (key TEXT PRIMARY KEY, value TEXT NOT NULL);`);
-    this.migrate();
-  }
-
-  /** Add the columns an older file lacks (idempotent; BEGIN IMMEDIATE so concurrent openers serialize). */
-  private migrate(): void {
-    this.db
-      .transaction(() => {
-        const have = new Set((this.db.prepare(`PRAGMA table_info(push_subscriptions)`).all() as { name: string }[]).map((c) => c.name));
-        for (const [name, def] of ADDED_COLUMNS) if (!have.has(name)) this.db.exec(`ALTER TABLE push_subscriptions ADD COLUMN ${name} ${def}`);
-      })
-      .immediate();
+    addMissingColumns(this.db, 'push_subscriptions', ADDED_COLUMNS);
   }
 
   close(): void {

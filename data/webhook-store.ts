@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type Database from 'better-sqlite3';
-import { openSqlite } from './sqlite.ts';
+import { addMissingColumns, openSqlite } from './sqlite.ts';
 
 /**
  * pending: in the outbox, to be tried here (SQLite worker) or handed to the Redis queue (relay).
@@ -46,6 +46,8 @@ export interface DeliveryRow {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+/** The quota month of a moment: its UTC calendar month, YYYY-MM (webhook deliveries and live pushes count in it). */
+export const usageMonth = (ms: number): string => iso(ms).slice(0, 7);
 
 interface SecretRow {
   secret: string;
@@ -128,12 +130,10 @@ export class WebhookStore {
       CREATE TABLE IF NOT EXISTS webhook_usage (
         user_id TEXT NOT NULL, month TEXT NOT NULL, used INTEGER NOT NULL, PRIMARY KEY (user_id, month)) WITHOUT ROWID;`);
     // secret rotation (added later): the secret being rotated out, and until when deliveries are also signed with it
-    // (checked and added under one write lock: two processes opening an old file must not both add a column)
-    this.db.transaction(() => {
-      const cols = new Set((this.db.prepare(`PRAGMA table_info(webhook_subscriptions)`).all() as { name: string }[]).map((c) => c.name));
-      if (!cols.has('previous_secret')) this.db.exec(`ALTER TABLE webhook_subscriptions ADD COLUMN previous_secret TEXT`);
-      if (!cols.has('previous_secret_until_ms')) this.db.exec(`ALTER TABLE webhook_subscriptions ADD COLUMN previous_secret_until_ms INTEGER`);
-    }).immediate();
+    addMissingColumns(this.db, 'webhook_subscriptions', [
+      ['previous_secret', 'TEXT'],
+      ['previous_secret_until_ms', 'INTEGER'],
+    ]);
     this.usedStmt = this.db.prepare(`SELECT used FROM webhook_usage WHERE user_id = ? AND month = ?`);
     this.bumpStmt = this.db.prepare(`INSERT INTO webhook_usage (user_id, month, used) VALUES (?, ?, ?) ON CONFLICT (user_id, month) DO UPDATE SET used = used + excluded.used`);
   }
@@ -157,10 +157,6 @@ export class WebhookStore {
   get(id: string): SubscriptionRow | null {
     const r = this.db.prepare(`SELECT * FROM webhook_subscriptions WHERE id = ?`).get(id) as RawSub | undefined;
     return r ? toSub(r) : null;
-  }
-
-  secretOf(id: string): string | null {
-    return (this.db.prepare(`SELECT secret FROM webhook_subscriptions WHERE id = ?`).get(id) as { secret: string } | undefined)?.secret ?? null;
   }
 
   /** The secrets a delivery is signed with now: the current one, then the rotated-out one while its grace lasts. */
@@ -232,7 +228,7 @@ export class WebhookStore {
    * An (event, subscription) pair is enqueued at most once.
    */
   enqueue(event: { id: string; type: string; body: string }, subs: readonly { id: string; user_id: string }[], quota: (userId: string) => number, nowMs: number): { enqueued: number; over_quota: number } {
-    const month = iso(nowMs).slice(0, 7);
+    const month = usageMonth(nowMs);
     const ins = this.db.prepare(
       `INSERT INTO webhook_deliveries (event_id, subscription_id, user_id, type, body, next_attempt_ms, status, created_ms, month)
        VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (event_id, subscription_id) DO NOTHING`,

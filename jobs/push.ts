@@ -17,11 +17,12 @@
  */
 import { createHash } from 'node:crypto';
 import webpush from 'web-push';
-import { PLANS, type PlanId } from '../core/plans.ts';
+import { webhookEventsPerMonth, type PlanId } from '../core/plans.ts';
 import { FilterJson, SubscriptionIndex, type EventType } from '../core/webhook-filters.ts';
 import { PUSH_EVENT_TYPES, type PushStore, type PushSubscriptionRow } from '../data/push-store.ts';
-import { parseTarget, pinnedPost, resolveTarget, type Allowlist, type PinnedPostOptions, type PostResult } from './webhooks/ssrf.ts';
-import { resolutionData, WebhookError, type TailResolutionEvent, type VenueLookup } from './webhooks/service.ts';
+import { usageMonth } from '../data/webhook-store.ts';
+import { checkPublicTarget, pinnedPost, type Allowlist, type PinnedPostOptions, type PostResult } from './webhooks/ssrf.ts';
+import { WebhookError } from './webhooks/service.ts';
 
 /** The monthly event counter shared with webhook deliveries (WebhookStore has this shape). */
 export interface PushUsageCounter {
@@ -214,8 +215,7 @@ export class PushService {
   }
 
   private quota(userId: string): number {
-    const plan = this.deps.planOf?.(userId);
-    return plan ? PLANS[plan].webhook_events_per_month : 0;
+    return webhookEventsPerMonth(this.deps.planOf?.(userId));
   }
 
   private indexSub(s: PushSubscriptionRow): void {
@@ -241,10 +241,8 @@ export class PushService {
       if (bad !== undefined || eventTypes.length === 0) throw new WebhookError(400, 'invalid_request', `push event_types are one or more of ${PUSH_EVENT_TYPES.join(', ')}`);
     }
     const filter = sub.filter_json === undefined ? undefined : FilterJson.parse(sub.filter_json);
-    const t = parseTarget(sub.endpoint, { allowlist: this.deps.allowlist });
-    if (!t.ok) throw new WebhookError(400, 'invalid_target', 'the push endpoint is not allowed', t.reason);
-    const r = await resolveTarget(t.url.hostname, { port: Number(t.url.port || 443), allowlist: this.deps.allowlist, lookup: this.deps.lookup });
-    if (!r.ok) throw new WebhookError(400, 'invalid_target', 'the push endpoint does not resolve to a public address', r.reason);
+    const t = await checkPublicTarget(sub.endpoint, { allowlist: this.deps.allowlist, lookup: this.deps.lookup });
+    if (!t.ok) throw new WebhookError(400, 'invalid_target', t.resolved ? 'the push endpoint does not resolve to a public address' : 'the push endpoint is not allowed', t.reason);
     const row = this.deps.store.upsert({ user_id: userId, endpoint: sub.endpoint, p256dh: sub.keys.p256dh, auth: sub.keys.auth, event_types: eventTypes, filter_json: filter as Record<string, unknown> | undefined }, this.now().getTime());
     this.indexSub(row);
   }
@@ -278,7 +276,7 @@ export class PushService {
       const payload = buildPayload(type, data, emittedAt, this.limits.maxPayloadBytes);
       const text = JSON.stringify(payload);
       const nowMs = this.now().getTime();
-      const month = new Date(nowMs).toISOString().slice(0, 7);
+      const month = usageMonth(nowMs);
       const left = new Map<string, number>();
       const charged = new Map<string, number>();
       for (const endpoint of endpoints) {
@@ -383,9 +381,4 @@ export class PushService {
     return 'failed';
   }
 
-  /** market.resolved for push, with exactly the webhook's data (resolutionData). Never throws. */
-  async publishResolution(venue: VenueLookup, r: TailResolutionEvent): Promise<PushPublishResult> {
-    const venueWithoutFailures = { market: (id: number) => venue.market(id).catch(() => null) } as VenueLookup;
-    return this.publish('market.resolved', await resolutionData(venueWithoutFailures, r));
-  }
 }

@@ -227,6 +227,8 @@ export function startRedisWorker(o: RedisWorkerOptions): Worker<DeliveryJob> {
   const now = o.now ?? (() => new Date());
   const redis = o.connection;
   const triesOf = (job: Job<DeliveryJob>) => (job.data.prior_attempts ?? 0) + job.attemptsMade + 1;
+  /** this try is the last one BullMQ will make (attempts was set to the tries left at hand-off) */
+  const isLastTry = (job: Job<DeliveryJob>) => job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
   const outcome = (job: Job<DeliveryJob>, status: QueueOutcome['status'], httpStatus: number | null, error: string | null) =>
     redis.xadd(
       keys.outcomes, 'MAXLEN', '~', OUTCOMES_MAXLEN, '*',
@@ -244,7 +246,7 @@ export function startRedisWorker(o: RedisWorkerOptions): Worker<DeliveryJob> {
         }
         // the mirror is behind (it is being rebuilt): an ordinary failed try, retried on the schedule
         const msg = 'subscription not in the target mirror yet';
-        if (triesOf(job) >= (job.opts.attempts ?? 1) + (job.data.prior_attempts ?? 0)) await outcome(job, 'exhausted', null, msg);
+        if (isLastTry(job)) await outcome(job, 'exhausted', null, msg);
         throw new DeliveryFailed(msg);
       }
       const target = JSON.parse(raw) as DeliveryTarget;
@@ -265,7 +267,7 @@ export function startRedisWorker(o: RedisWorkerOptions): Worker<DeliveryJob> {
       if (!ok) {
         const msg = failureMessage(status, error).slice(0, 500);
         // the last try: report the outcome before BullMQ moves the job to failed
-        if (triesOf(job) >= (job.opts.attempts ?? 1) + (job.data.prior_attempts ?? 0)) await outcome(job, 'exhausted', status, msg);
+        if (isLastTry(job)) await outcome(job, 'exhausted', status, msg);
         throw new DeliveryFailed(msg);
       }
       await outcome(job, 'delivered', status, null);

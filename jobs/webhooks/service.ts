@@ -9,14 +9,14 @@
  * service.test (POST /v1/webhooks/{id}/test).
  */
 import { getAddress } from 'viem';
-import { PLANS, type PlanId } from '../../core/plans.ts';
+import { PLANS, webhookEventsPerMonth, type PlanId } from '../../core/plans.ts';
 import type { QueryRunner } from '../../core/query.ts';
 import { signalFromFill } from '../../core/signals.ts';
 import { EventTypes, FilterJson, SubscriptionIndex, type EventType } from '../../core/webhook-filters.ts';
 import { shortId, type DeliveryRow, type DeliveryStatus, type SubscriptionRow, type SubscriptionView, type WebhookStore } from '../../data/webhook-store.ts';
 import { CodedError } from '../../core/coded-error.ts';
 import { newSigningSecret } from './signing.ts';
-import { parseTarget, pinnedPost, resolveTarget, type Allowlist, type PinnedPostOptions } from './ssrf.ts';
+import { checkPublicTarget, pinnedPost, type Allowlist, type PinnedPostOptions } from './ssrf.ts';
 import { DeliveryWorker, DELIVERY_TIMEOUT_MS, type Send } from './worker.ts';
 import { OutboxRelay, OutcomeSink, RedisDeliveryQueue, startRedisWorker } from './redis-queue.ts';
 import type { Redis } from 'ioredis';
@@ -147,21 +147,17 @@ export class WebhookService {
     if (this.queue && r) {
       const log = (what: string) => (e: unknown) => this.deps.log?.(`webhooks: ${what} failed: ${(e as Error).message}`);
       await this.syncMirror().catch(log('target mirror sync (retrying)'));
-      let sinceCheck = 0;
-      const checkEvery = r.mirrorCheckMs ?? 10_000;
       this.timers.push(
         setInterval(() => {
-          sinceCheck += 250;
-          if (!this.mirrorDirty && sinceCheck >= checkEvery) {
-            sinceCheck = 0;
-            // the mirror can lose entries without any write of ours failing (Redis restarted from an old snapshot,
-            // a failover to a lagging replica, a flush): a size that differs from the store's triggers a resync
-            this.queue!.targetCount().then((n) => {
-              if (n !== this.deps.store.countAll()) this.mirrorDirty = true;
-            }, log('target mirror check'));
-          }
           if (this.mirrorDirty) this.syncMirror().catch(log('target mirror resync'));
         }, 250),
+        // the mirror can lose entries without any write of ours failing (Redis restarted from an old snapshot, a
+        // failover to a lagging replica, a flush): a size that differs from the store's triggers a resync
+        setInterval(() => {
+          this.queue!.targetCount().then((n) => {
+            if (n !== this.deps.store.countAll()) this.mirrorDirty = true;
+          }, log('target mirror check'));
+        }, r.mirrorCheckMs ?? 10_000),
       );
       for (const t of this.timers) t.unref();
       const blocking = () => {
@@ -221,17 +217,12 @@ export class WebhookService {
     this.index.add({ id: s.id, event_types: s.event_types, filter: FilterJson.parse(s.filter_json), active: s.active });
   }
 
-  private quota = (userId: string): number => {
-    const plan = this.deps.planOf(userId);
-    return plan ? PLANS[plan].webhook_events_per_month : 0;
-  };
+  private quota = (userId: string): number => webhookEventsPerMonth(this.deps.planOf(userId));
 
   /** SSRF guard at creation and update (and again at every send, inside pinnedPost). */
   private async checkTarget(url: string): Promise<string> {
-    const t = parseTarget(url, { allowlist: this.deps.allowlist });
-    if (!t.ok) throw new WebhookError(400, 'invalid_target', 'the target URL is not allowed', t.reason);
-    const r = await resolveTarget(t.url.hostname, { port: Number(t.url.port || 443), allowlist: this.deps.allowlist, lookup: this.deps.lookup });
-    if (!r.ok) throw new WebhookError(400, 'invalid_target', 'the target URL does not resolve to a public address', r.reason);
+    const t = await checkPublicTarget(url, { allowlist: this.deps.allowlist, lookup: this.deps.lookup });
+    if (!t.ok) throw new WebhookError(400, 'invalid_target', t.resolved ? 'the target URL does not resolve to a public address' : 'the target URL is not allowed', t.reason);
     return t.url.toString();
   }
 
@@ -362,43 +353,28 @@ export class WebhookService {
     const body = JSON.stringify({ type: 'service.test', emitted_at: this.now().toISOString(), data: { subscription_id: id, message: 'a test event sent on request' } });
     const r = this.deps.store.enqueue({ id: eventId, type: 'service.test', body }, [{ id, user_id: userId }], this.quota, this.now().getTime());
     if (!r.enqueued) throw new WebhookError(429, 'quota_exceeded', 'the monthly webhook event quota is used up', `${this.quota(userId)} events per month on your plan`);
-    if (this.queue) {
-      try {
-        await this.worker.runDue();
-      } catch {
-        // the test event stays in the outbox and goes out once the queue is back
-        throw new WebhookError(503, 'queue_unavailable', 'the delivery queue is unreachable; the test event is kept and sent when it is back', `event ${eventId}`);
-      }
-      return this.testOutcomeFromQueue(eventId, id);
+    try {
+      await this.worker.runDue();
+    } catch (e) {
+      if (!this.queue) throw e;
+      // the relay could not hand it to Redis: the test event stays in the outbox and goes out once the queue is back
+      throw new WebhookError(503, 'queue_unavailable', 'the delivery queue is unreachable; the test event is kept and sent when it is back', `event ${eventId}`);
     }
-    await this.worker.runDue();
-    const d = this.deps.store.delivery(eventId, id)!;
-    return {
-      event_id: eventId,
-      delivered: d.status === 'delivered',
-      http_status: d.last_status,
-      attempts: d.attempts,
-      error: d.last_error,
-      next_attempt_at: d.status === 'pending' ? new Date(d.next_attempt_ms).toISOString() : null,
-    };
-  }
-
-  /** Redis mode: wait (up to the send timeout and a little) for a worker's first try of the test delivery. */
-  private async testOutcomeFromQueue(eventId: string, id: string): Promise<TestDelivery> {
+    // the delivery log's view of the first try; in Redis mode a worker elsewhere makes it: wait up to the send
+    // timeout and a little
     const deadline = Date.now() + DELIVERY_TIMEOUT_MS + 5_000;
-    const read = () => this.queue!.state(eventId, id).catch(() => null);
-    let st = await read();
-    while ((!st || (st.attempts === 0 && st.status === 'pending')) && Date.now() < deadline) {
+    let row = await this.logRow(this.deps.store.delivery(eventId, id)!);
+    while (this.queue && row.attempts === 0 && row.status === 'pending' && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 25));
-      st = await read();
+      row = await this.logRow(this.deps.store.delivery(eventId, id)!);
     }
     return {
       event_id: eventId,
-      delivered: st?.status === 'delivered',
-      http_status: st?.last_status ?? null,
-      attempts: st?.attempts ?? 0,
-      error: st?.attempts ? st.last_error : 'no delivery worker took it yet; it stays queued',
-      next_attempt_at: st?.status === 'pending' && st.next_attempt_ms !== null ? new Date(st.next_attempt_ms).toISOString() : null,
+      delivered: row.status === 'delivered',
+      http_status: row.http_status,
+      attempts: row.attempts,
+      error: row.attempts ? row.error : 'no delivery worker took it yet; it stays queued',
+      next_attempt_at: row.next_attempt_at,
     };
   }
 

@@ -411,6 +411,20 @@ export async function resolveTarget(
   return { ok: true, address: first, family: isIP(first) as 4 | 6, addresses };
 }
 
+/**
+ * The check at registration (webhook targets, push endpoints): the URL's syntax, then every address it resolves
+ * to. `resolved` tells which of the two refused it. pinnedPost repeats both at every send.
+ */
+export async function checkPublicTarget(
+  url: string,
+  opts: { allowlist?: Allowlist; lookup?: Lookup } = {},
+): Promise<{ ok: true; url: URL } | { ok: false; resolved: boolean; reason: string }> {
+  const t = parseTarget(url, { allowlist: opts.allowlist });
+  if (!t.ok) return { ok: false, resolved: false, reason: t.reason };
+  const r = await resolveTarget(t.url.hostname, { port: Number(t.url.port || 443), allowlist: opts.allowlist, lookup: opts.lookup });
+  return r.ok ? { ok: true, url: t.url } : { ok: false, resolved: true, reason: r.reason };
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Pinned POST
 

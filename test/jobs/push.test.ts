@@ -24,7 +24,7 @@ import { PushStore } from '../../data/push-store.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { WebhookStore } from '../../data/webhook-store.ts';
 import { buildPayload, PUSH_LIMITS, PushService } from '../../jobs/push.ts';
-import { publishResolution, WebhookService, type VenueLookup } from '../../jobs/webhooks/service.ts';
+import { publishResolution, resolutionData, WebhookService, type VenueLookup } from '../../jobs/webhooks/service.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { closeMemoryVenue, openMemoryVenue } from '../helpers/memory-venue.ts';
 import { selfSignedCert } from '../helpers/tls.ts';
@@ -313,7 +313,8 @@ it('sends market.resolved with the webhook data fields, keeps sends bounded, and
   const resolution = { marketId: 7, winner: 'NO' as const, winnerIndex: 1, resolvedAt: 1_772_000_000, txHash: '0x' + '99'.repeat(32) };
   got.length = 0;
   slowMax = 0;
-  const r = await bounded.publishResolution(venue, resolution);
+  // main.ts builds the market.resolved data once and publishes it to both channels
+  const r = bounded.publish('market.resolved', await resolutionData(venue, resolution));
   expect(r).toMatchObject({ matched: 10, queued: 10 });
   await bounded.drain();
   expect(sentTo('/slow/resolved-')).toHaveLength(9);

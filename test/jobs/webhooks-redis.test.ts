@@ -64,6 +64,26 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
+/** A fresh prefix, outbox and queue with one subscription to the receiver, mirrored to Redis. */
+async function queueFixture(userId: string, eventType: string, secret: string) {
+  const prefix = newPrefix();
+  const store = new WebhookStore(join(dir, `${prefix}.sqlite`));
+  const queue = new RedisDeliveryQueue({ connection: redis, prefix });
+  const sub = store.create({ user_id: userId, target_url: target(), event_types: [eventType], filter_json: {}, active: true, secret }, Date.now());
+  await queue.syncTargets(store.targets());
+  return { prefix, store, queue, sub };
+}
+
+/** Write the outcomes waiting in the stream back to the outbox, as the service's sink does; how many there were. */
+async function drainOutcomes(prefix: string, store: WebhookStore): Promise<number> {
+  const conn = redis.duplicate();
+  try {
+    return await new OutcomeSink({ connection: conn, prefix, apply: (o) => store.settleFromQueue(o) }).drainOnce();
+  } finally {
+    conn.disconnect();
+  }
+}
+
 describe('retry schedule', () => {
   it('maps tries to the spec delays (BullMQ passes the tries made so far) and stops after the seventh try', () => {
     expect([1, 2, 3, 4, 5, 6].map((n) => retryDelay(n))).toEqual([...RETRY_DELAYS_MS]);
@@ -73,12 +93,8 @@ describe('retry schedule', () => {
   });
 
   it('retries a failing receiver seven times in all with one event id, on the (scaled) schedule, then never again', async () => {
-    const prefix = newPrefix();
     const scaled = [100, 200, 300, 400, 500, 600];
-    const store = new WebhookStore(join(dir, `${prefix}.sqlite`));
-    const queue = new RedisDeliveryQueue({ connection: redis, prefix });
-    const sub = store.create({ user_id: 'u1', target_url: target(), event_types: ['market.resolved'], filter_json: {}, active: true, secret: 'whsec_retry' }, Date.now());
-    await queue.syncTargets(store.targets());
+    const { prefix, store, queue, sub } = await queueFixture('u1', 'market.resolved', 'whsec_retry');
     const worker = startRedisWorker({ connection: redis, prefix, send, retryDelaysMs: scaled });
     const relay = new OutboxRelay({ store, queue });
     received.length = 0;
@@ -97,9 +113,7 @@ describe('retry schedule', () => {
     });
     expect(await queue.state('evt_retry', sub.id)).toMatchObject({ status: 'exhausted', attempts: 7, last_status: 500 });
     // the final outcome reaches the outbox row through the outcome stream
-    const sinkConn = redis.duplicate();
-    expect(await new OutcomeSink({ connection: sinkConn, prefix, apply: (o) => store.settleFromQueue(o) }).drainOnce()).toBe(1);
-    sinkConn.disconnect();
+    expect(await drainOutcomes(prefix, store)).toBe(1);
     expect(store.delivery('evt_retry', sub.id)).toMatchObject({ status: 'exhausted', attempts: 7, last_status: 500 });
     rx.answer = () => 200;
     await worker.close();
@@ -108,12 +122,8 @@ describe('retry schedule', () => {
   }, 30_000);
 
   it('a delivery the SQLite worker already tried keeps its count after the hand-off', async () => {
-    const prefix = newPrefix();
     const scaled = [50, 50, 50, 50, 50, 50];
-    const store = new WebhookStore(join(dir, `${prefix}.sqlite`));
-    const queue = new RedisDeliveryQueue({ connection: redis, prefix });
-    const sub = store.create({ user_id: 'u1', target_url: target(), event_types: ['market.resolved'], filter_json: {}, active: true, secret: 'whsec_prior' }, Date.now());
-    await queue.syncTargets(store.targets());
+    const { prefix, store, queue, sub } = await queueFixture('u1', 'market.resolved', 'whsec_prior');
     store.enqueue({ id: 'evt_prior', type: 'market.resolved', body: '{}' }, [{ id: sub.id, user_id: 'u1' }], () => 10, 0);
     // three tries already made here (as the SQLite worker would have recorded them), due again now
     const [row] = store.claim(1, 0, 0);
@@ -280,11 +290,7 @@ describe('the service in Redis mode', () => {
 
 describe('several workers', () => {
   it('share thousands of events while one is killed mid-run and the receiver fails 30% of the time; none is lost', async () => {
-    const prefix = newPrefix();
-    const store = new WebhookStore(join(dir, `${prefix}.sqlite`));
-    const queue = new RedisDeliveryQueue({ connection: redis, prefix });
-    const sub = store.create({ user_id: 'u_crash', target_url: target(), event_types: ['trader.fill'], filter_json: {}, active: true, secret: 'whsec_crash' }, Date.now());
-    await queue.syncTargets(store.targets());
+    const { prefix, store, queue, sub } = await queueFixture('u_crash', 'trader.fill', 'whsec_crash');
     const N = 2000;
     const ids = Array.from({ length: N }, (_, i) => `evt_many_${i}`);
     for (const id of ids) store.enqueue({ id, type: 'trader.fill', body: JSON.stringify({ type: 'trader.fill', data: { id } }) }, [{ id: sub.id, user_id: 'u_crash' }], () => 1e9, Date.now());
@@ -331,9 +337,7 @@ describe('several workers', () => {
     rx.answer = () => 200;
     const counts = await queue.counts();
     // every final outcome reaches its outbox row: nothing stays queued
-    const sinkConn = redis.duplicate();
-    await new OutcomeSink({ connection: sinkConn, prefix, apply: (o) => store.settleFromQueue(o) }).drainOnce();
-    sinkConn.disconnect();
+    await drainOutcomes(prefix, store);
     const rowCounts = store.counts();
     await queue.close();
     store.close();
