@@ -7,8 +7,46 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import WebSocket from 'ws';
 import { AccountStore } from '../../data/account-store.ts';
 import { FillStream, STREAM_PATH } from '../../jobs/stream.ts';
+
+/** An open stream connection: `next()` waits for the next message; `received` keeps every one, in order. */
+export interface StreamConn {
+  ws: WebSocket;
+  next: () => Promise<Record<string, unknown>>;
+  received: Record<string, unknown>[];
+}
+
+/** A refused upgrade: the HTTP answer. */
+export interface StreamRefusal {
+  status: number;
+  contentType: string;
+  body: string;
+}
+
+/** Open a connection to `url` with these handshake headers. */
+export function connectStream(url: string, headers: Record<string, string>): Promise<StreamConn | StreamRefusal> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(url, { headers });
+    const queue: Record<string, unknown>[] = [];
+    const received: Record<string, unknown>[] = [];
+    const waiters: ((m: Record<string, unknown>) => void)[] = [];
+    ws.on('message', (raw) => {
+      const m = JSON.parse(raw.toString()) as Record<string, unknown>;
+      received.push(m);
+      const w = waiters.shift();
+      if (w) w(m);
+      else queue.push(m);
+    });
+    ws.on('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type']), body }));
+    });
+    ws.on('open', () => resolve({ ws, received, next: () => (queue.length ? Promise.resolve(queue.shift()!) : new Promise((r) => waiters.push(r))) }));
+  });
+}
 
 export interface StreamServer {
   accounts: AccountStore;

@@ -4,10 +4,9 @@
  * ping/pong, and per-connection ordering.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import type { AccountStore } from '../../data/account-store.ts';
 import type { FillStream } from '../../jobs/stream.ts';
-import { startStreamServer, type StreamServer } from '../helpers/stream-server.ts';
+import { connectStream, startStreamServer, type StreamServer } from '../helpers/stream-server.ts';
 
 let srv: StreamServer;
 let accounts: AccountStore;
@@ -22,31 +21,7 @@ afterAll(() => srv.close());
 
 const keyFor = (email: string) => srv.keyFor(email);
 
-/** Open a connection; resolves with the socket and a queue of parsed messages (or the HTTP status it was refused with). */
-function connect(headers: Record<string, string>): Promise<{ ws: WebSocket; next: () => Promise<Record<string, unknown>> } | { status: number; body: string }> {
-  return new Promise((resolve) => {
-    const ws = new WebSocket(url, { headers });
-    const queue: Record<string, unknown>[] = [];
-    const waiters: ((m: Record<string, unknown>) => void)[] = [];
-    ws.on('message', (raw) => {
-      const m = JSON.parse(raw.toString()) as Record<string, unknown>;
-      const w = waiters.shift();
-      if (w) w(m);
-      else queue.push(m);
-    });
-    ws.on('unexpected-response', (_req, res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    ws.on('open', () =>
-      resolve({
-        ws,
-        next: () => (queue.length ? Promise.resolve(queue.shift()!) : new Promise((r) => waiters.push(r))),
-      }),
-    );
-  });
-}
+const connect = (headers: Record<string, string>) => connectStream(url, headers);
 
 const fill = (trader: string, size: number, tx: string) => ({ trader_proxy: trader, condition_id: '0x' + 'ab'.repeat(32), size_usdc: size, price: 0.4, token_id: '1', taker_side: 'buy', exchange_version: '2', exchange_kind: 'ctf', tx_hash: tx, log_index: '0' });
 const A = '0x' + '1a'.repeat(20);

@@ -7,9 +7,8 @@
  * description are jobs/stream.ts's.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { HEARTBEAT_MS, MAX_BUFFERED_BYTES, STREAM_PATH, type FillStream } from '../../jobs/stream.ts';
-import { startStreamServer, type StreamServer } from '../helpers/stream-server.ts';
+import { connectStream, startStreamServer, type StreamConn as Conn, type StreamServer } from '../helpers/stream-server.ts';
 import { openApiDocument } from '../../web-api/openapi.ts';
 
 type Schema = Record<string, unknown>;
@@ -94,33 +93,7 @@ beforeAll(async () => {
 });
 afterAll(() => srv.close());
 
-interface Conn {
-  ws: WebSocket;
-  next: () => Promise<Record<string, unknown>>;
-  received: Record<string, unknown>[];
-}
-
-function connect(headers: Record<string, string>): Promise<Conn | { status: number; contentType: string; body: string }> {
-  return new Promise((resolve) => {
-    const ws = new WebSocket(url, { headers });
-    const queue: Record<string, unknown>[] = [];
-    const received: Record<string, unknown>[] = [];
-    const waiters: ((m: Record<string, unknown>) => void)[] = [];
-    ws.on('message', (raw) => {
-      const m = JSON.parse(raw.toString()) as Record<string, unknown>;
-      received.push(m);
-      const w = waiters.shift();
-      if (w) w(m);
-      else queue.push(m);
-    });
-    ws.on('unexpected-response', (_req, res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type']), body }));
-    });
-    ws.on('open', () => resolve({ ws, received, next: () => (queue.length ? Promise.resolve(queue.shift()!) : new Promise((r) => waiters.push(r))) }));
-  });
-}
+const connect = (headers: Record<string, string>) => connectStream(url, headers);
 
 const A = '0x' + '1a'.repeat(20);
 const fill = (trader: string, size: number, over: Record<string, unknown> = {}) => ({
