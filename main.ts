@@ -34,6 +34,7 @@ import { fillEvents, publishFillEvents, resolutionData, VenueLookup, WebhookServ
 import { FillStream } from './jobs/stream.ts';
 import { PushStore } from './data/push-store.ts';
 import { PushService } from './jobs/push.ts';
+import { DevTargetsError, loadDevTargets, type DevTargets } from './jobs/webhooks/dev-targets.ts';
 
 const Env = z.object({
   DATA_DIR: z.string().default('var'),
@@ -67,6 +68,11 @@ const Env = z.object({
   VAPID_SUBJECT: z.string().regex(/^(mailto:|https:)/).default('mailto:ops@localhost'),
   /** secret keying the public namespace's opaque trader ids; default: a random key kept in <venue dir>/tid.key */
   TID_KEY: z.string().min(16).optional(),
+  NODE_ENV: z.string().optional(),
+  /** development only: host:port webhook receivers allowed past the SSRF guard (jobs/webhooks/dev-targets.ts) */
+  WEBHOOK_DEV_TARGETS: z.string().optional(),
+  /** development only: a PEM certificate to trust for them (a self-signed receiver) */
+  WEBHOOK_DEV_CA: z.string().optional(),
 });
 
 const parsed = Env.safeParse(process.env);
@@ -75,6 +81,15 @@ if (!parsed.success) {
   process.exit(2);
 }
 const env = parsed.data;
+// checked before anything is built: a development allow-list in production stops the start
+let devTargets: DevTargets | null;
+try {
+  devTargets = await loadDevTargets({ targets: env.WEBHOOK_DEV_TARGETS, caFile: env.WEBHOOK_DEV_CA, production: env.NODE_ENV === 'production' });
+} catch (e) {
+  if (!(e instanceof DevTargetsError)) throw e;
+  console.error(`configuration error: ${e.message}`);
+  process.exit(2);
+}
 const venueOpts = { wallets: env.DEMO_WALLETS, days: env.DEMO_DAYS, seed: env.DEMO_SEED, end: DEFAULT_END, realMarketsCsv: REAL_MARKETS_CSV };
 const root = resolve(env.DATA_DIR, `demo-w${venueOpts.wallets}-d${venueOpts.days}-s${venueOpts.seed}`);
 const dbPath = join(root, 'venue.duckdb');
@@ -202,7 +217,9 @@ if (env.LIVE_TAIL === 'on') {
     planOf: (u) => accounts.user(u)?.plan ?? null,
     log: (m) => console.log(`  ${m}`),
     ...(queueRedis ? { redis: { connection: queueRedis, prefix: env.WEBHOOK_QUEUE_PREFIX } } : {}),
+    ...(devTargets ? { allowlist: devTargets.allowlist, ca: devTargets.ca } : {}),
   });
+  if (devTargets) console.log(`  webhooks: ${devTargets.describe}`);
   // settled outbox rows are kept 30 days (monthly usage is counted separately and stays); pruned in small batches
   // with the event loop free in between, so deliveries and requests go on
   const pruneOutbox = setInterval(async () => {

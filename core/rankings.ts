@@ -263,6 +263,9 @@ export const PRESETS: readonly Preset[] = [
   },
 ];
 
+/** The flagship board: what a ranking with no preset or config named means (the purest skill board). */
+export const FLAGSHIP_PRESET = 'sharp-forecasters';
+
 export function presetBySlug(slug: string): Preset {
   const p = PRESETS.find((x) => x.slug === slug);
   if (!p) throw new RankingError('unknown_preset', `unknown preset: ${slug}`, { valid: PRESETS.map((x) => x.slug) });

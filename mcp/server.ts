@@ -9,9 +9,9 @@
  *   that needs a plan feature (copy_fitness: metrics_full, extra_metrics) is refused on plans without it.
  * - HTTP without a key (x402Access): free tools run; a paid tool goes through x402's MCP transport: the payment is
  *   read from the request's `_meta["x402/payment"]` and `payments.run` verifies it, computes, settles and returns a
- *   PaidOutcome. Unpaid or refused: an isError result whose structuredContent is the 402 body {x402Version, error,
- *   accepts} (with `_meta["x402/payment-response"]` when a settlement failed); paid: the normal result with the
- *   receipt in `_meta["x402/payment-response"]`.
+ *   PaidOutcome. Unpaid or refused: an isError result carrying the 402 body {x402Version, error, accepts} in the
+ *   transport's `x402/error` wrapper (paymentRequiredResult; with `_meta["x402/payment-response"]` when a settlement
+ *   failed); paid: the normal result with the receipt in `_meta["x402/payment-response"]`.
  * The tool's output is computed and validated against its output schema before settlement, so a failure is never
  * charged. Business and validation errors are isError results carrying {error, message} (never protocol errors).
  */
@@ -127,6 +127,30 @@ function errorResult(e: unknown, tool: string): CallToolResult {
   return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }] };
 }
 
+/** The `code` of the x402 MCP transport's error wrapper: HTTP 402's number, as its JSON-RPC binding uses. */
+export const X402_MCP_ERROR_CODE = 402;
+
+/**
+ * The x402 MCP transport's "payment required" tool result (also for a refused payment and a failed settlement):
+ * `isError: true`, and the 402 body {x402Version, error, accepts} in three places clients look:
+ *  - `content[0].text`: `{"x402/error": {code: 402, message, data: <402 body>}}`, the wrapper the transport requires
+ *    (the official x402 MCP client reads it there);
+ *  - `_meta["x402/error"]`: the body itself (where other x402 MCP clients read it);
+ *  - after a failed settlement, the failed receipt in `_meta["x402/payment-response"]` and in the body.
+ * Never in `structuredContent`: the MCP client SDK validates structuredContent against the tool's output schema even
+ * on isError results, so a 402 body there makes an agent's `client.callTool` throw instead of returning the terms
+ * (the transport makes structuredContent optional; the MCP spec wants it to match the output schema).
+ */
+export function paymentRequiredResult(body: McpPaymentRequiredBody, receipt?: McpSettleReceipt): CallToolResult {
+  const data = receipt ? { ...body, 'x402/payment-response': receipt } : body;
+  const wrapper = { 'x402/error': { code: X402_MCP_ERROR_CODE, message: body.error, data } };
+  return {
+    isError: true,
+    content: [{ type: 'text', text: JSON.stringify(wrapper) }],
+    _meta: { 'x402/error': data, ...(receipt ? { 'x402/payment-response': receipt } : {}) },
+  };
+}
+
 export function createMcpServer(deps: McpServerDeps): McpServer {
   checkPrices(deps.prices);
   const ctx: ToolContext = { db: deps.db, now: deps.now, tids: deps.tids ?? new TidIndex(deps.tidKey ?? randomBytes(32)) };
@@ -167,12 +191,8 @@ export function createMcpServer(deps: McpServerDeps): McpServer {
             return { isError: true, content: [{ type: 'text', text: JSON.stringify({ error: outcome.error, message: outcome.message }) }] };
           case 'error':
             return errorResult(outcome.error, spec.name);
-          case 'payment_required': {
-            const body = { ...outcome.body };
-            const r: CallToolResult = { isError: true, structuredContent: body, content: [{ type: 'text', text: JSON.stringify(body) }] };
-            if (outcome.receipt) r._meta = { 'x402/payment-response': outcome.receipt };
-            return r;
-          }
+          case 'payment_required':
+            return paymentRequiredResult(outcome.body, outcome.receipt);
         }
       }) as never,
     );

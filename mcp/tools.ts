@@ -46,6 +46,7 @@ import {
   METRICS,
   METRIC_IDS,
   MetricIdSchema,
+  FLAGSHIP_PRESET,
   PRESETS,
   RankingConfig,
   RankingError,
@@ -352,7 +353,7 @@ const RankOverrides = z.strictObject({
 });
 
 const RankInput = z.strictObject({
-  preset: z.enum(PRESET_SLUGS).optional().describe('a preset slug (list_presets); give preset or config, not both'),
+  preset: z.enum(PRESET_SLUGS).optional().describe(`a preset slug (list_presets); give preset or config, not both; with neither, the flagship preset ${FLAGSHIP_PRESET}`),
   overrides: RankOverrides.optional().describe('with preset only: narrow or re-sort the stored board'),
   config: RankingConfig.omit({ limit: true, offset: true }).optional().describe('a custom ranking: cohort filters, gates, metric weights (list_presets lists the ids)'),
   limit: z.number().int().min(1).max(RANK_ROWS_MAX).default(10).describe(`rows per page, 1-${RANK_ROWS_MAX}`),
@@ -390,13 +391,15 @@ const rankTraders = defineTool({
   name: 'rank_traders',
   title: 'Rank traders',
   summary:
-    `Ranks the venue's traders by skill: a named preset (list_presets) with optional overrides, or a custom config (cohort filters, gates, metric weights). Returns compact rows (rank, EIP-55 proxy wallet, composite 0-100, per-metric percentiles, P&L, volume, win rate and Brier — null means unmeasured, never 0 — copy verdict), the cohort size and how many wallets each gate dropped. At most ${RANK_ROWS_MAX} rows per call (default 10); page with next_cursor. Scored on the latest analytics build (as_of, snapshot_age_seconds).`,
+    `Ranks the venue's traders by skill: a named preset (list_presets) with optional overrides, or a custom config (cohort filters, gates, metric weights); called with no arguments, it ranks by the flagship preset ${FLAGSHIP_PRESET} (wallets whose picks beat the price by the most standard errors), 10 rows. Returns compact rows (rank, EIP-55 proxy wallet, composite 0-100, per-metric percentiles, P&L, volume, win rate and Brier — null means unmeasured, never 0 — copy verdict), the cohort size and how many wallets each gate dropped. At most ${RANK_ROWS_MAX} rows per call (default 10); page with next_cursor. Scored on the latest analytics build (as_of, snapshot_age_seconds).`,
   input: RankInput,
   output: RankTradersOutput,
   priceKey: (a, prices) => (a.config ? (prices['rank_traders.custom'] !== undefined ? 'rank_traders.custom' : 'rank_traders') : 'rank_traders'),
   features: (a) => ((a.overrides?.extra_metrics?.length ?? 0) > 0 || (a.config?.extra_metrics?.length ?? 0) > 0 ? ['extra_metrics'] : []),
-  run: async (a, ctx): Promise<RankTradersOutput> => {
-    if ((a.preset === undefined) === (a.config === undefined)) throw new ToolError('invalid_request', 'give either preset (a slug from list_presets) or config (a custom ranking), exactly one of them');
+  run: async (args, ctx): Promise<RankTradersOutput> => {
+    if (args.preset !== undefined && args.config !== undefined) throw new ToolError('invalid_request', 'give either preset (a slug from list_presets) or config (a custom ranking), not both');
+    // the fewest arguments an agent can send rank by the flagship board (same cursor as naming it)
+    const a = args.config === undefined && args.preset === undefined ? { ...args, preset: FLAGSHIP_PRESET } : args;
     if (a.overrides && !a.preset) throw new ToolError('invalid_request', 'overrides apply to a preset; put cohort filters and sort_by in config for a custom ranking');
     const hash = rankingHash(a);
     let offset = 0;

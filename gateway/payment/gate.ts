@@ -14,6 +14,9 @@ import { type Facilitator, type PaidOutcome, PaymentPayload, type PaymentRequire
 
 export const MAX_PAYMENT_HEADER = 16_384;
 
+/** What an unpaid MCP call is told (an MCP client has no X-PAYMENT header: the payment rides in the request's _meta). */
+export const MCP_PAYMENT_MISSING = 'payment required: repeat the call with a signed PaymentPayload in params._meta["x402/payment"]';
+
 /** How a payment arrived: the v1 object, the legacy flat form, or the v1 form with the `x402: 0.1` version alias. */
 export type PaymentEncoding = 'v1' | 'legacy_flat' | 'version_alias';
 
@@ -115,16 +118,22 @@ export class PaymentGate {
 
   /** The gate as the MCP server's ToolPayments: a tool's price key `k` is priced as `mcp.k`. */
   forTools(): { run<T>(priceKey: string, resource: string, payment: unknown, compute: () => Promise<T>): Promise<PaidOutcome<T>> } {
-    return { run: (priceKey, resource, payment, compute) => this.run(`mcp.${priceKey}`, resource, payment, compute) };
+    return { run: (priceKey, resource, payment, compute) => this.run(`mcp.${priceKey}`, resource, payment, compute, MCP_PAYMENT_MISSING) };
   }
 
   /**
    * Run `compute` as a paid call of `id`. `payment` is the X-PAYMENT header value or an MCP payment object (or
    * undefined). The outcome says what to answer; `encoding` tells the caller to add deprecation headers.
    */
-  async run<T>(id: string, resource: string, payment: unknown, compute: () => Promise<T>): Promise<PaidOutcome<T> & { encoding?: PaymentEncoding }> {
+  async run<T>(
+    id: string,
+    resource: string,
+    payment: unknown,
+    compute: () => Promise<T>,
+    missing = 'X-PAYMENT header is required',
+  ): Promise<PaidOutcome<T> & { encoding?: PaymentEncoding }> {
     const req = this.requirements(id, resource);
-    if (payment === undefined || payment === null || payment === '') return this.required(req, 'X-PAYMENT header is required');
+    if (payment === undefined || payment === null || payment === '') return this.required(req, missing);
     const decoded = decodePayment(payment);
     if (!decoded.ok) return this.required(req, decoded.reason);
     const { payment: p, encoding } = decoded;

@@ -9,12 +9,17 @@
 import { Redis } from 'ioredis';
 import { z } from 'zod';
 import { DEFAULT_PREFIX, startRedisWorker } from './redis-queue.ts';
+import { DevTargetsError, loadDevTargets, type DevTargets } from './dev-targets.ts';
 import { DeliveryAgentPool, pinnedPost } from './ssrf.ts';
 
 const Env = z.object({
   REDIS_URL: z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL'),
   WEBHOOK_QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/).default(DEFAULT_PREFIX),
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
+  NODE_ENV: z.string().optional(),
+  /** development only, as for npm start: receivers allowed past the SSRF guard, and their certificate */
+  WEBHOOK_DEV_TARGETS: z.string().optional(),
+  WEBHOOK_DEV_CA: z.string().optional(),
 });
 const parsed = Env.safeParse(process.env);
 if (!parsed.success) {
@@ -22,6 +27,15 @@ if (!parsed.success) {
   process.exit(2);
 }
 const env = parsed.data;
+let devTargets: DevTargets | null;
+try {
+  devTargets = await loadDevTargets({ targets: env.WEBHOOK_DEV_TARGETS, caFile: env.WEBHOOK_DEV_CA, production: env.NODE_ENV === 'production' });
+} catch (e) {
+  if (!(e instanceof DevTargetsError)) throw e;
+  console.error(`configuration error: ${e.message}`);
+  process.exit(2);
+}
+if (devTargets) console.log(`webhooks worker: ${devTargets.describe}`);
 const connection = new Redis(env.REDIS_URL, { maxRetriesPerRequest: null });
 // as many sockets per receiver as sends in flight: a send never spends its 10 s deadline waiting for a socket
 const pool = new DeliveryAgentPool({ maxSocketsPerOrigin: env.WEBHOOK_CONCURRENCY, maxTotalSockets: Math.max(256, env.WEBHOOK_CONCURRENCY) });
@@ -33,7 +47,7 @@ const worker = startRedisWorker({
   connection,
   prefix: env.WEBHOOK_QUEUE_PREFIX,
   concurrency: env.WEBHOOK_CONCURRENCY,
-  send: (url, body, headers) => pinnedPost(url, body, headers, { pool }).then((r) => ({ ok: r.ok, status: r.status || null, error: r.error })),
+  send: (url, body, headers) => pinnedPost(url, body, headers, { pool, ...(devTargets ? { allowlist: devTargets.allowlist, ca: devTargets.ca } : {}) }).then((r) => ({ ok: r.ok, status: r.status || null, error: r.error })),
   onAttempt: (_job, ok) => (ok ? delivered++ : failed++),
 });
 worker.on('error', (e) => console.error(`webhooks worker: ${e.message}`));

@@ -14,7 +14,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import { CallToolResultSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import express from 'express';
 import { getAddress } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -106,6 +106,17 @@ async function httpClient(key: string | null): Promise<Client> {
  * A successful call: not an error, its structured content matches the tool's own output schema (parsed here again,
  * beyond the SDK's checks), the text content is the same JSON, and the answer is under the size cap.
  */
+/** A payment-required result as the x402 MCP transport shapes it: isError, the 402 body in the x402/error wrapper. */
+function terms(r: CallToolResult): { x402Version: number; error: string; accepts: { maxAmountRequired: string; resource: string }[] } {
+  expect(r.isError).toBe(true);
+  expect(r.structuredContent).toBeUndefined();
+  const w = JSON.parse((r.content[0] as { text: string }).text)['x402/error'];
+  expect(w.code).toBe(402);
+  expect(w.data.x402Version).toBe(1);
+  expect(r._meta?.['x402/error']).toEqual(w.data);
+  return w.data;
+}
+
 async function ok<T = Record<string, unknown>>(c: Client, name: ToolName, args: Record<string, unknown> = {}): Promise<T> {
   const r = (await c.callTool({ name, arguments: args })) as CallToolResult;
   if (r.isError) throw new Error(`${name} failed: ${JSON.stringify(r.content)}`);
@@ -245,12 +256,16 @@ describe('tools in process', () => {
     for (let i = 1; i < r.rows.length; i++) expect(r.rows[i]!.composite_score).toBeLessThanOrEqual(r.rows[i - 1]!.composite_score);
   });
 
-  it('rank_traders errors: unknown preset, both or neither form, bad config, limit over the cap', async () => {
+  it('rank_traders errors: unknown preset, both forms, bad config, limit over the cap; no arguments is the flagship preset', async () => {
     const unknown = await fails(local, 'rank_traders', { preset: 'nope' });
     expect(unknown.message).toMatch(/preset/);
     expect(unknown.message).toMatch(/sharp-forecasters/);
-    expect((await fails(local, 'rank_traders', { preset: 'top-pnl', config: { weights: { volume: 1 } } })).message).toMatch(/exactly one/);
-    expect((await fails(local, 'rank_traders', {})).message).toMatch(/exactly one/);
+    expect((await fails(local, 'rank_traders', { preset: 'top-pnl', config: { weights: { volume: 1 } } })).message).toMatch(/not both/);
+    // neither: the flagship board, the same as naming it (its cursor continues either call)
+    const bare = await ok<{ preset: string; rows: unknown[]; next_cursor: string }>(local, 'rank_traders', {});
+    const named = await ok<{ preset: string; rows: unknown[]; next_cursor: string }>(local, 'rank_traders', { preset: 'sharp-forecasters' });
+    expect(bare).toEqual(named);
+    expect(bare.preset).toBe('sharp-forecasters');
     expect((await fails(local, 'rank_traders', { config: { weights: { volume: 0 } } })).message).toMatch(/at least one metric needs a weight/);
     expect((await fails(local, 'rank_traders', { preset: 'top-pnl', limit: 26 })).message).toMatch(/limit/);
   });
@@ -449,19 +464,16 @@ describe('Streamable HTTP', () => {
     try {
       await ok(c, 'list_presets');
       await ok(c, 'search', { q: 'will' });
-      // SDK 1.32's Client validates structuredContent against the output schema even on isError results
-      // (typescript-sdk#1943), so the unpaid call is read with a plain request, as an x402-aware client does
-      const unpaid = (await c.request({ method: 'tools/call', params: { name: 'rank_traders', arguments: { preset: 'top-pnl', limit: 3 } } }, CallToolResultSchema)) as CallToolResult;
-      expect(unpaid.isError).toBe(true);
-      const body = unpaid.structuredContent as { x402Version: number; error: string; accepts: { maxAmountRequired: string; resource: string }[] };
-      expect(body.x402Version).toBe(1);
+      // as agents do: list first, so callTool checks every structured result against the output schemas
+      await c.listTools();
+      const unpaid = (await c.callTool({ name: 'rank_traders', arguments: { preset: 'top-pnl', limit: 3 } })) as CallToolResult;
+      const body = terms(unpaid);
       expect(body.error).toEqual(expect.any(String));
       expect(body.accepts[0]).toMatchObject({ maxAmountRequired: '10000', resource: 'mcp://tool/rank_traders' });
-      expect(JSON.parse((unpaid.content[0] as { text: string }).text)).toEqual(body);
       expect(unpaid._meta?.['x402/payment-response']).toBeUndefined();
       // a custom config is priced under its own key
-      const custom = (await c.request({ method: 'tools/call', params: { name: 'rank_traders', arguments: { config: { weights: { volume: 1 } }, limit: 3 } } }, CallToolResultSchema)) as CallToolResult;
-      expect((custom.structuredContent as typeof body).accepts[0]).toMatchObject({ maxAmountRequired: '50000', resource: 'mcp://tool/rank_traders.custom' });
+      const custom = (await c.callTool({ name: 'rank_traders', arguments: { config: { weights: { volume: 1 } }, limit: 3 } })) as CallToolResult;
+      expect(terms(custom).accepts[0]).toMatchObject({ maxAmountRequired: '50000', resource: 'mcp://tool/rank_traders.custom' });
 
       // paid: the same call with a payment object in _meta
       const paid = (await c.callTool({ name: 'rank_traders', arguments: { preset: 'top-pnl', limit: 3 }, _meta: { 'x402/payment': PAYMENT } })) as CallToolResult;
@@ -479,21 +491,16 @@ describe('Streamable HTTP', () => {
       expect(charged).toHaveLength(before);
 
       // a failed settlement withholds the output and carries the failed receipt
-      const failed = (await c.request(
-        { method: 'tools/call', params: { name: 'get_market', arguments: { condition_id: '0x' + 'f'.repeat(64) }, _meta: { 'x402/payment': { ...PAYMENT, payload: { ...PAYMENT.payload, signature: '0xbad' } } } } },
-        CallToolResultSchema,
-      )) as CallToolResult;
+      const bad = { 'x402/payment': { ...PAYMENT, payload: { ...PAYMENT.payload, signature: '0xbad' } } };
+      const failed = (await c.callTool({ name: 'get_market', arguments: { condition_id: '0x' + 'f'.repeat(64) }, _meta: bad })) as CallToolResult;
       expect(failed.isError).toBe(true);
       // (the unknown market is the tool's error: compute runs before settlement, so it comes back uncharged)
       expect(JSON.parse((failed.content[0] as { text: string }).text)).toMatchObject({ error: 'not_found' });
       const [m] = await v.rows<{ condition_id: string }>(`SELECT condition_id FROM markets ORDER BY market_id LIMIT 1`);
-      const refused = (await c.request(
-        { method: 'tools/call', params: { name: 'get_market', arguments: { condition_id: m!.condition_id, sections: ['teaser'] }, _meta: { 'x402/payment': { ...PAYMENT, payload: { ...PAYMENT.payload, signature: '0xbad' } } } } },
-        CallToolResultSchema,
-      )) as CallToolResult;
-      expect(refused.isError).toBe(true);
-      expect((refused.structuredContent as typeof body).x402Version).toBe(1);
-      expect((refused.structuredContent as { teaser?: unknown }).teaser).toBeUndefined();
+      const refused = (await c.callTool({ name: 'get_market', arguments: { condition_id: m!.condition_id, sections: ['teaser'] }, _meta: bad })) as CallToolResult;
+      const refusedBody = terms(refused) as typeof body & { 'x402/payment-response'?: unknown };
+      expect(refusedBody.error).toMatch(/settlement failed/);
+      expect(refusedBody['x402/payment-response']).toEqual(FAILED_RECEIPT);
       expect(refused._meta?.['x402/payment-response']).toEqual(FAILED_RECEIPT);
     } finally {
       await c.close();
@@ -551,7 +558,7 @@ describe('Streamable HTTP', () => {
       try {
         await ok(c, 'list_presets');
         // no payments configured: a keyless paid call is refused with a pointer to API keys
-        const r = (await c.request({ method: 'tools/call', params: { name: 'get_trader', arguments: { trader: '0x' + '1'.repeat(40) } } }, CallToolResultSchema)) as CallToolResult;
+        const r = (await c.callTool({ name: 'get_trader', arguments: { trader: '0x' + '1'.repeat(40) } })) as CallToolResult;
         expect(r.isError).toBe(true);
         expect(JSON.parse((r.content[0] as { text: string }).text)).toMatchObject({ error: 'auth_required', message: expect.stringMatching(/Authorization: Bearer/) });
       } finally {
