@@ -7,6 +7,8 @@
  * a 100M-row fills table narrow enough to scan in well under a second per column.
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { queryRows, sqlString } from './duckdb.ts';
+import { PLACEHOLDER_ADDRESSES } from './ingest/placeholders.ts';
 
 export const OUTCOME_YES = 0;
 export const OUTCOME_NO = 1;
@@ -55,15 +57,18 @@ export const VENUE_TABLES = {
     profile_image VARCHAR,
     verified BOOLEAN NOT NULL DEFAULT false
   )`,
-  // One row per matched maker order: the taker's trade, counted once (see data/ingest/order-filled.ts).
+  // One row per matched maker order: the taker's trade, counted once (see data/ingest/order-filled.ts). A party the
+  // source does not name (the data-api shows no counterparty) or names only by a placeholder address (the zero
+  // address, a venue contract: data/ingest/placeholders.ts) is NULL: no wallet, so no leg in fill_legs, no
+  // positions or metrics, while the fill still counts for market volume.
   fills: `CREATE TABLE IF NOT EXISTS fills (
     tx_hash VARCHAR NOT NULL,
     log_index INTEGER NOT NULL,        -- unique with tx_hash
     ts TIMESTAMP NOT NULL,
     market_id INTEGER NOT NULL,
     outcome_index UTINYINT NOT NULL,   -- token the taker traded: 0 = YES, 1 = NO
-    maker_id INTEGER NOT NULL,
-    taker_id INTEGER NOT NULL,
+    maker_id INTEGER,                  -- null: maker unknown (data-api trades) or a placeholder address
+    taker_id INTEGER,                  -- null: taker unknown or a placeholder address
     side VARCHAR NOT NULL,             -- taker side on that token: 'BUY' | 'SELL'
     match_type VARCHAR NOT NULL,       -- 'direct' (maker trades the same token, other side) |
                                        -- 'mint' (maker BUYs the complement at 1-price) | 'merge' (maker SELLs it)
@@ -122,10 +127,11 @@ export const VENUE_VIEWS = {
   tokens: `CREATE OR REPLACE VIEW tokens AS
     SELECT yes_token_id AS token_id, market_id, 0::UTINYINT AS outcome_index FROM markets
     UNION ALL SELECT no_token_id, market_id, 1::UTINYINT FROM markets`,
-  // Both parties of a fill as (wallet, token, side, price, shares, fee); the maker's leg follows match_type.
+  // Both parties of a fill as (wallet, token, side, price, shares, fee); the maker's leg follows match_type. A leg
+  // exists only for a known wallet: an unknown party (NULL) trades nothing in the analytics.
   fill_legs: `CREATE OR REPLACE VIEW fill_legs AS
     SELECT tx_hash, log_index, ts, market_id, outcome_index, taker_id AS wallet_id, 'taker' AS role, side,
-           price, shares, size_usdc, fee_usdc FROM fills
+           price, shares, size_usdc, fee_usdc FROM fills WHERE taker_id IS NOT NULL
     UNION ALL
     SELECT tx_hash, log_index, ts, market_id,
            CASE WHEN match_type = 'direct' THEN outcome_index ELSE 1 - outcome_index END::UTINYINT,
@@ -136,10 +142,79 @@ export const VENUE_VIEWS = {
            shares,
            CASE WHEN match_type = 'direct' THEN size_usdc ELSE (1 - price) * shares END,
            0.0 -- the fee is the taker's
-    FROM fills`,
+    FROM fills WHERE maker_id IS NOT NULL`,
 } as const;
 
-export async function createVenueSchema(conn: DuckDBConnection): Promise<void> {
-  for (const ddl of Object.values(VENUE_TABLES)) await conn.run(ddl);
+/** What migrateVenue changed (empty lists: nothing needed doing). */
+export interface VenueMigration {
+  /** fills columns whose NOT NULL was dropped */
+  nullableColumns: string[];
+  /** placeholder addresses that were wallets and are gone */
+  removedWallets: string[];
+  /** fill parties (maker_id or taker_id) set to NULL because they were one of those wallets */
+  partiesCleared: number;
+}
+
+/**
+ * Bring a venue database written by older code to this schema; idempotent, and cheap when nothing needs doing (two
+ * catalog reads and a lookup of a few addresses in `wallets`). Relations that are views (Parquet mapped in place)
+ * are left alone.
+ * - fills.maker_id / taker_id lost NOT NULL: NULL is a party the source does not name.
+ * - Placeholder addresses stop being wallets (older ingest booked the zero address as every data-api trade's
+ *   counterparty): a fill's party that was one becomes NULL, its inventory rows and its wallet row are deleted.
+ *   Analytics built before still name it: rebuild them (npm run analytics:build opens the venue through this).
+ */
+export async function migrateVenue(conn: DuckDBConnection, placeholders: Iterable<string> = PLACEHOLDER_ADDRESSES): Promise<VenueMigration> {
+  const out: VenueMigration = { nullableColumns: [], removedWallets: [], partiesCleared: 0 };
+  const inMain = `table_schema = 'main' AND table_catalog = current_database()`;
+  const tables = new Set(
+    (await queryRows<{ table_name: string }>(conn, `SELECT table_name FROM information_schema.tables WHERE ${inMain} AND table_type = 'BASE TABLE'
+      AND table_name IN ('fills', 'wallets', 'inventory_events', 'inventory_legs')`)).map((r) => r.table_name),
+  );
+  if (tables.has('fills')) {
+    const strict = await queryRows<{ column_name: string }>(conn, `SELECT column_name FROM information_schema.columns WHERE ${inMain} AND table_name = 'fills'
+      AND column_name IN ('maker_id', 'taker_id') AND is_nullable = 'NO' ORDER BY column_name`);
+    for (const { column_name } of strict) {
+      await conn.run(`ALTER TABLE fills ALTER COLUMN ${column_name} DROP NOT NULL`);
+      out.nullableColumns.push(column_name);
+    }
+  }
+  const addresses = [...new Set([...placeholders].map((a) => a.toLowerCase()))];
+  if (!tables.has('wallets') || addresses.length === 0) return out;
+  const found = await queryRows<{ wallet_id: number; address: string }>(
+    conn,
+    `SELECT wallet_id, address FROM wallets WHERE address IN (${addresses.map(sqlString).join(', ')}) ORDER BY wallet_id`,
+  );
+  if (found.length === 0) return out;
+  const ids = found.map((r) => r.wallet_id).join(', ');
+  await conn.run('BEGIN TRANSACTION');
+  try {
+    if (tables.has('fills')) {
+      for (const col of ['maker_id', 'taker_id']) out.partiesCleared += (await conn.run(`UPDATE fills SET ${col} = NULL WHERE ${col} IN (${ids})`)).rowsChanged;
+    }
+    for (const t of ['inventory_legs', 'inventory_events']) if (tables.has(t)) await conn.run(`DELETE FROM ${t} WHERE wallet_id IN (${ids})`);
+    await conn.run(`DELETE FROM wallets WHERE wallet_id IN (${ids})`);
+    await conn.run('COMMIT');
+  } catch (e) {
+    await conn.run('ROLLBACK');
+    throw e;
+  }
+  out.removedWallets = found.map((r) => r.address);
+  return out;
+}
+
+/** (Re)create the venue views: an older database keeps the view definitions it was written with. */
+export async function createVenueViews(conn: DuckDBConnection): Promise<void> {
   for (const ddl of Object.values(VENUE_VIEWS)) await conn.run(ddl);
+}
+
+/**
+ * Create the venue tables that are missing, migrate what an older version wrote (migrateVenue; `placeholders`
+ * defaults to the zero address and the default contracts) and (re)create the views.
+ */
+export async function createVenueSchema(conn: DuckDBConnection, opts: { placeholders?: Iterable<string> } = {}): Promise<VenueMigration> {
+  for (const ddl of Object.values(VENUE_TABLES)) await conn.run(ddl);
+  const migration = await migrateVenue(conn, opts.placeholders);
+  await createVenueViews(conn);
+  return migration;
 }

@@ -1,13 +1,14 @@
 /**
  * Open a venue directory (the generator's or an ingest export: one Parquet file per schema table) in DuckDB.
- * `materialize` copies the tables into the database file (fast repeated analytics); otherwise views read the
- * Parquet in place (no copy, used at full scale).
+ * `materialize` copies the tables into the database file (fast repeated analytics) and migrates what an older
+ * export holds (schema.ts migrateVenue: placeholder wallets); otherwise views read the Parquet in place (no copy,
+ * used at full scale) exactly as written.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { sqlString } from './duckdb.ts';
-import { VENUE_TABLES, VENUE_TABLE_NAMES, VENUE_VIEWS } from './schema.ts';
+import { VENUE_TABLES, VENUE_TABLE_NAMES, createVenueViews, migrateVenue } from './schema.ts';
 
 export async function attachVenue(conn: DuckDBConnection, venueDir: string, opts: { materialize: boolean }): Promise<void> {
   for (const table of VENUE_TABLE_NAMES) {
@@ -23,5 +24,6 @@ export async function attachVenue(conn: DuckDBConnection, venueDir: string, opts
       await conn.run(`CREATE OR REPLACE VIEW ${table} AS SELECT * FROM read_parquet(${sqlString(file)})`);
     }
   }
-  for (const ddl of Object.values(VENUE_VIEWS)) await conn.run(ddl);
+  if (opts.materialize) await migrateVenue(conn);
+  await createVenueViews(conn);
 }

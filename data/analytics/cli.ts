@@ -27,7 +27,8 @@ if (!parsed.success) {
 }
 const a = parsed.data;
 const t0 = performance.now();
-const { instance, conn } = await openVenueDb({ venueDir: a.venue, db: a.db, materialize: !a.views, memoryLimit: a['memory-limit'] });
+const { instance, conn, migration } = await openVenueDb({ venueDir: a.venue, db: a.db, materialize: !a.views, memoryLimit: a['memory-limit'] });
+if (migration && (migration.nullableColumns.length || migration.removedWallets.length)) console.error(`analytics:build: migrated the venue: ${JSON.stringify(migration)}`);
 const loadSeconds = (performance.now() - t0) / 1000;
 const [last] = await queryRows<{ t: Date | null }>(conn, `SELECT max(ts) AS t FROM fills`);
 const asOf = a['as-of'] ? new Date(a['as-of']) : (last?.t ?? new Date());

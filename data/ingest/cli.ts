@@ -17,13 +17,14 @@ import { loadDataApiActivity } from './data-api-activity.ts';
 import { loadDataApiTrades } from './data-api-trades.ts';
 import { parsePositions } from './data-api.ts';
 import { loadGammaEvents, loadGammaMarkets } from './gamma.ts';
+import { placeholderAddresses } from './placeholders.ts';
 import { loadRealMarketsTable, parseRealMarketsCsv } from './real-markets.ts';
 import type { IngestReport } from './report.ts';
 import { chainConfig, parseBlockTimestamps, parseLogsFile, type ChainConfig } from './rpc-log.ts';
 
 const USAGE = `usage: venue:ingest --db <file.duckdb> [--gamma-events f] [--gamma-markets f] [--markets-csv f]
   [--logs f] [--block-timestamps f] [--trades f] [--activity f] [--positions f]
-  [--ctf-exchange addr] [--neg-risk-exchange addr] [--conditional-tokens addr] [--neg-risk-adapter addr]`;
+  [--ctf-exchange addr] [--neg-risk-exchange addr] [--conditional-tokens addr] [--neg-risk-adapter addr] [--operator addr]`;
 
 const FILE_FLAGS = ['gamma-events', 'gamma-markets', 'markets-csv', 'logs', 'trades', 'activity', 'positions'] as const;
 
@@ -40,6 +41,7 @@ export async function runIngestCli(argv: string[], print: (line: string) => void
         'neg-risk-exchange': { type: 'string', multiple: true },
         'conditional-tokens': { type: 'string', multiple: true },
         'neg-risk-adapter': { type: 'string', multiple: true },
+        operator: { type: 'string', multiple: true },
         ...Object.fromEntries(FILE_FLAGS.map((f) => [f, { type: 'string', multiple: true }])),
       },
     }));
@@ -57,12 +59,15 @@ export async function runIngestCli(argv: string[], print: (line: string) => void
     negRiskExchanges: list('neg-risk-exchange'),
     conditionalTokens: list('conditional-tokens'),
     negRiskAdapters: list('neg-risk-adapter'),
+    operators: list('operator'),
   });
 
   const { instance, conn } = await openDuckDB({ path: values.db });
   let failed = false;
   try {
-    await createVenueSchema(conn);
+    // An older database is migrated here, before anything loads (placeholder wallets out, fill parties nullable).
+    const migration = await createVenueSchema(conn, { placeholders: placeholderAddresses(config) });
+    if (migration.nullableColumns.length || migration.removedWallets.length) print(JSON.stringify({ migration }));
     const extraBlocks = new Map<bigint, number>();
     for (const path of list('block-timestamps')) {
       const json = await readJson(path, print);
@@ -92,8 +97,8 @@ export async function runIngestCli(argv: string[], print: (line: string) => void
         return loadChainLogs(c, logs, blockTimestamps, config);
       }),
     );
-    await step('trades', async (c, p) => withJson(p, print, (j) => loadDataApiTrades(c, j)));
-    await step('activity', async (c, p) => withJson(p, print, (j) => loadDataApiActivity(c, j)));
+    await step('trades', async (c, p) => withJson(p, print, (j) => loadDataApiTrades(c, j, config)));
+    await step('activity', async (c, p) => withJson(p, print, (j) => loadDataApiActivity(c, j, config)));
     // Positions are a derived view: validated and counted, never stored.
     await step('positions', async (_c, p) => withJson(p, print, async (j) => parsePositions(j).report));
     await conn.run('CHECKPOINT');

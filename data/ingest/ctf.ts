@@ -10,6 +10,7 @@ import { insertNew, type Row } from './insert.ts';
 import { lookupMarketsByCondition, resolveWallets, type MarketRef } from './ids.ts';
 import { atomicToNumber } from './order-filled.ts';
 import { payoutsFromNumerators, storableNumerators } from './payouts.ts';
+import { isPlaceholder } from './placeholders.ts';
 import { ReportBuilder, type IngestReport } from './report.ts';
 import { DEFAULT_CHAIN_CONFIG, logTime, rpcLogSchema, type BlockTimestamps, type ChainConfig, type RpcLog } from './rpc-log.ts';
 
@@ -164,6 +165,11 @@ async function loadRedemptions(
       rb.skip('neg_risk_adapter_redemption', `${where}: redeemer is the NegRiskAdapter; its own PayoutRedemption names the user`);
       return false;
     }
+    // The zero address, an exchange or an operator redeeming holds tokens for users we cannot name: no wallet to book.
+    if (isPlaceholder(d.redeemer, config)) {
+      rb.skip('placeholder_redeemer', `${where}: redeemer ${d.redeemer} is a placeholder address, not a trader`);
+      return false;
+    }
     if (d.kind === 'redemption' && d.parentCollectionId !== ZERO_BYTES32) {
       rb.skip('nested_collection', `${where}: positions under a parent collection are not venue tokens`);
       return false;
@@ -175,7 +181,7 @@ async function loadRedemptions(
     return true;
   });
   const numerators = await resolutionNumerators(conn, known.map((x) => markets.get(x.d.conditionId)!.marketId));
-  const wallets = await resolveWallets(conn, known.map((x) => x.d.redeemer));
+  const wallets = await resolveWallets(conn, known.map((x) => x.d.redeemer), config);
   const events: Row[] = [];
   const legs: Row[] = [];
   for (const { d, log, ts } of known) {

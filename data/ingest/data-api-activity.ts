@@ -20,15 +20,17 @@ import {
   type DataApiTrade,
 } from './data-api.ts';
 import { insertDataApiTrades } from './data-api-trades.ts';
+import { isPlaceholder } from './placeholders.ts';
 import { ReportBuilder, type IngestReport } from './report.ts';
+import { DEFAULT_CHAIN_CONFIG, type ChainConfig } from './rpc-log.ts';
 
 type SplitMerge = z.output<typeof dataApiSplitMergeSchema>;
 type Redeem = z.output<typeof dataApiRedeemSchema>;
 type Conversion = z.output<typeof dataApiConversionSchema>;
 type InventoryRow = { where: string } & ({ kind: 'SPLIT' | 'MERGE'; r: SplitMerge } | { kind: 'REDEEM'; r: Redeem } | { kind: 'CONVERT'; r: Conversion });
 
-/** Load data-api /activity rows. */
-export async function loadDataApiActivity(conn: DuckDBConnection, json: unknown): Promise<IngestReport> {
+/** Load data-api /activity rows; `config` names the contract and operator addresses that are never wallets. */
+export async function loadDataApiActivity(conn: DuckDBConnection, json: unknown, config: ChainConfig = DEFAULT_CHAIN_CONFIG): Promise<IngestReport> {
   const rb = new ReportBuilder();
   if (!Array.isArray(json)) {
     rb.skip('invalid:file', 'activity: expected a JSON array');
@@ -64,12 +66,18 @@ export async function loadDataApiActivity(conn: DuckDBConnection, json: unknown)
         return rb.skip(`unsupported_type:${type}`);
     }
   });
-  await insertDataApiTrades(conn, trades, rb);
-  await insertInventory(conn, inventory, rb);
+  await insertDataApiTrades(conn, trades, rb, config);
+  await insertInventory(conn, inventory, rb, config);
   return rb.report;
 }
 
-async function insertInventory(conn: DuckDBConnection, items: InventoryRow[], rb: ReportBuilder): Promise<void> {
+async function insertInventory(conn: DuckDBConnection, all: InventoryRow[], rb: ReportBuilder, config: ChainConfig): Promise<void> {
+  // An inventory row has one party: when it is a placeholder (a contract acting for a user) nobody can be booked.
+  const items = all.filter((x) => {
+    if (!isPlaceholder(x.r.proxyWallet, config)) return true;
+    rb.skip('placeholder_wallet', `${x.where}: ${x.r.proxyWallet} is a placeholder address, not a trader`);
+    return false;
+  });
   if (items.length === 0) return;
   const markets = await lookupMarketsByCondition(conn, items.map((x) => x.r.conditionId));
   // A CONVERSION may name the neg-risk group (negRiskMarketID) rather than one of its questions.
@@ -80,7 +88,7 @@ async function insertInventory(conn: DuckDBConnection, items: InventoryRow[], rb
     return false;
   });
   const resolutions = await winners(conn, ok.filter((x) => x.kind === 'REDEEM').map((x) => markets.get(x.r.conditionId)!.marketId));
-  const wallets = await resolveWallets(conn, ok.map((x) => profileOf(x.r)));
+  const wallets = await resolveWallets(conn, ok.map((x) => profileOf(x.r)), config);
   const events: Row[] = [];
   const legs: Row[] = [];
   for (const x of ok) {

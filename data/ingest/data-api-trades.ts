@@ -1,17 +1,19 @@
 /**
  * data-api trade rows -> `fills`. A row shows one wallet's side of one trade: no counterparty, no log index, no
- * fee, no match type. The wallet is recorded as the taker, the maker is the reserved unknown-counterparty wallet,
- * the match is 'direct' and the log index is derived from the row's content (see derivedLogIndex).
+ * fee, no match type. The wallet is recorded as the taker, the maker is unknown (NULL: never a wallet, so it gets no
+ * positions, metrics or rank), the match is 'direct' and the log index is derived from the row's content (see
+ * derivedLogIndex).
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { insertNew, type Row } from './insert.ts';
-import { UNKNOWN_COUNTERPARTY, lookupTokens, resolveWallets } from './ids.ts';
+import { insertFills, type Row } from './insert.ts';
+import { lookupTokens, resolveWallets } from './ids.ts';
 import { dataApiTradeSchema, derivedLogIndex, profileOf, tradeKey, type DataApiTrade } from './data-api.ts';
 import { EXCHANGE_V2_LIVE_AT } from './order-filled.ts';
 import { ReportBuilder, type IngestReport } from './report.ts';
+import { DEFAULT_CHAIN_CONFIG, type ChainConfig } from './rpc-log.ts';
 
-/** Load data-api /trades rows. */
-export async function loadDataApiTrades(conn: DuckDBConnection, json: unknown): Promise<IngestReport> {
+/** Load data-api /trades rows; `config` names the contract and operator addresses that are never wallets. */
+export async function loadDataApiTrades(conn: DuckDBConnection, json: unknown, config: ChainConfig = DEFAULT_CHAIN_CONFIG): Promise<IngestReport> {
   const rb = new ReportBuilder();
   if (!Array.isArray(json)) {
     rb.skip('invalid:file', 'trades: expected a JSON array');
@@ -23,12 +25,12 @@ export async function loadDataApiTrades(conn: DuckDBConnection, json: unknown): 
     if (!r.success) return rb.reject(`trade[${i}]`, r.error);
     trades.push({ t: r.data, where: `trade[${i}] ${r.data.transactionHash}` });
   });
-  await insertDataApiTrades(conn, trades, rb);
+  await insertDataApiTrades(conn, trades, rb, config);
   return rb.report;
 }
 
 /** Shared with the activity loader (TRADE rows), so a trade present in both files is stored once. */
-export async function insertDataApiTrades(conn: DuckDBConnection, trades: { t: DataApiTrade; where: string }[], rb: ReportBuilder): Promise<void> {
+export async function insertDataApiTrades(conn: DuckDBConnection, trades: { t: DataApiTrade; where: string }[], rb: ReportBuilder, config: ChainConfig): Promise<void> {
   const tokens = await lookupTokens(conn, trades.map((x) => x.t.asset));
   const ok = trades.filter(({ t, where }) => {
     const token = tokens.get(t.asset);
@@ -47,8 +49,8 @@ export async function insertDataApiTrades(conn: DuckDBConnection, trades: { t: D
     return true;
   });
   if (ok.length === 0) return;
-  const wallets = await resolveWallets(conn, [UNKNOWN_COUNTERPARTY, ...ok.map(({ t }) => profileOf(t))]);
-  const unknownId = wallets.get(UNKNOWN_COUNTERPARTY)!;
+  // A placeholder proxyWallet (the zero address, a venue contract) gets no wallet: the taker is then unknown too.
+  const wallets = await resolveWallets(conn, ok.map(({ t }) => profileOf(t)), config);
   const rows: Row[] = ok.map(({ t }) => {
     const token = tokens.get(t.asset)!;
     const ts = new Date(t.timestamp * 1000);
@@ -58,8 +60,8 @@ export async function insertDataApiTrades(conn: DuckDBConnection, trades: { t: D
       ts,
       market_id: token.marketId,
       outcome_index: token.outcomeIndex,
-      maker_id: unknownId,
-      taker_id: wallets.get(t.proxyWallet)!,
+      maker_id: null,
+      taker_id: wallets.get(t.proxyWallet) ?? null,
       side: t.side,
       match_type: 'direct',
       price: t.price,
@@ -70,8 +72,7 @@ export async function insertDataApiTrades(conn: DuckDBConnection, trades: { t: D
       exchange_kind: token.negRisk ? 'neg_risk' : 'ctf',
     };
   });
-  const inserted = await insertNew(conn, 'fills', rows, ['tx_hash', 'log_index']);
+  const inserted = await insertFills(conn, rows, rb);
   rb.report.inserted += inserted;
   rb.report.duplicates += rows.length - inserted;
-  rb.addRows('fills', inserted);
 }

@@ -1,15 +1,15 @@
 /**
  * Dictionary ids: large tables refer to wallets and markets by small integers. Wallets are resolved-or-inserted
- * (wallet_id = max + 1, dense, in first-seen order); markets and tokens are looked up (markets are only created by
- * the Gamma loader, which knows their condition and token ids).
+ * (wallet_id = max + 1, dense, in first-seen order), except placeholder addresses, which never become wallets;
+ * markets and tokens are looked up (markets are only created by the Gamma loader, which knows their condition and
+ * token ids).
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { queryRows } from '../duckdb.ts';
 import { pseudonymFor } from '../names.ts';
 import { insertNew, stageKeys } from './insert.ts';
-
-/** Reserved wallet for the counterparty that a row does not name (data-api trades show one side only). */
-export const UNKNOWN_COUNTERPARTY = '0x0000000000000000000000000000000000000000';
+import { isPlaceholder } from './placeholders.ts';
+import { DEFAULT_CHAIN_CONFIG, type ChainConfig } from './rpc-log.ts';
 
 export interface WalletProfile {
   address: string;
@@ -29,13 +29,20 @@ export function normalizeAddress(address: string): `0x${string}` {
 
 /**
  * Map each address to its wallet_id, inserting unknown ones. A profile (username, pseudonym, image) is used only
- * when the wallet is new; existing rows are never rewritten.
+ * when the wallet is new; existing rows are never rewritten. A placeholder address (the zero address, a contract or
+ * operator of `config`: placeholders.ts) is refused: it gets no wallet and is absent from the map, and the caller
+ * stores NULL for that party or skips the row.
  */
-export async function resolveWallets(conn: DuckDBConnection, wallets: Iterable<string | WalletProfile>): Promise<Map<string, number>> {
+export async function resolveWallets(
+  conn: DuckDBConnection,
+  wallets: Iterable<string | WalletProfile>,
+  config: ChainConfig = DEFAULT_CHAIN_CONFIG,
+): Promise<Map<string, number>> {
   const profiles = new Map<string, WalletProfile>();
   for (const w of wallets) {
     const p = typeof w === 'string' ? { address: w } : w;
     const address = normalizeAddress(p.address);
+    if (isPlaceholder(address, config)) continue;
     const seen = profiles.get(address);
     // Keep the first profile that carries a name.
     if (!seen || (!seen.pseudonym && !seen.username)) profiles.set(address, { ...p, address });
@@ -67,16 +74,15 @@ export async function resolveWallets(conn: DuckDBConnection, wallets: Iterable<s
   return ids;
 }
 
-export async function resolveWallet(conn: DuckDBConnection, wallet: string | WalletProfile): Promise<number> {
-  const ids = await resolveWallets(conn, [wallet]);
-  return ids.get(normalizeAddress(typeof wallet === 'string' ? wallet : wallet.address))!;
+/** One wallet's id; null for a placeholder address (see resolveWallets). */
+export async function resolveWallet(conn: DuckDBConnection, wallet: string | WalletProfile, config: ChainConfig = DEFAULT_CHAIN_CONFIG): Promise<number | null> {
+  const ids = await resolveWallets(conn, [wallet], config);
+  return ids.get(normalizeAddress(typeof wallet === 'string' ? wallet : wallet.address)) ?? null;
 }
 
-/** The stable two-word pseudonym shown for an address (data/names.ts); the reserved counterparty has its own. */
+/** The stable two-word pseudonym shown for an address (data/names.ts). */
 export function walletPseudonym(address: string): string {
-  const a = normalizeAddress(address);
-  if (a === UNKNOWN_COUNTERPARTY) return 'Unknown-Counterparty';
-  return pseudonymFor(a);
+  return pseudonymFor(normalizeAddress(address));
 }
 
 export interface MarketRef {

@@ -1,7 +1,8 @@
 /** Public surface of the ingest layer (see docs/ingest.md). */
 export type { IngestReport } from './report.ts';
-export { UNKNOWN_COUNTERPARTY, lookupMarketsByCondition, lookupMarketsById, lookupTokens, nextId, normalizeAddress, resolveWallet, resolveWallets, walletPseudonym } from './ids.ts';
+export { lookupMarketsByCondition, lookupMarketsById, lookupTokens, nextId, normalizeAddress, resolveWallet, resolveWallets, walletPseudonym } from './ids.ts';
 export type { MarketRef, TokenRef, WalletProfile } from './ids.ts';
+export { PLACEHOLDER_ADDRESSES, ZERO_ADDRESS, isPlaceholder, placeholderAddresses } from './placeholders.ts';
 export { loadGammaEvents, loadGammaMarkets, normalizeCategory, numeratorsFromOutcomePrices } from './gamma.ts';
 export { REAL_MARKETS_ATTRIBUTION, REAL_MARKETS_CSV, loadRealMarketsTable, parseRealMarketsCsv, readRealMarkets } from './real-markets.ts';
 export type { RealMarketRow } from './real-markets.ts';

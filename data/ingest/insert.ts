@@ -5,13 +5,30 @@
  */
 import { DuckDBTypeId, listValue, timestampValue, type DuckDBAppender, type DuckDBConnection } from '@duckdb/node-api';
 import { queryRows } from '../duckdb.ts';
+import type { ReportBuilder } from './report.ts';
 
 export type Cell = string | number | bigint | boolean | Date | null | undefined | readonly number[] | readonly string[];
 export type Row = Record<string, Cell>;
 
 /** Insert the rows whose `key` columns are not yet in `table`; returns how many were inserted. */
 export async function insertNew(conn: DuckDBConnection, table: string, rows: readonly Row[], key: readonly string[]): Promise<number> {
-  if (rows.length === 0) return 0;
+  return (await insertNewCounting(conn, table, rows, key, {})).inserted;
+}
+
+/**
+ * insertNew, also counting the inserted rows (not the duplicates) that satisfy each SQL predicate over the table's
+ * columns, e.g. `{ unknown_taker: 'taker_id IS NULL' }`.
+ */
+export async function insertNewCounting<K extends string>(
+  conn: DuckDBConnection,
+  table: string,
+  rows: readonly Row[],
+  key: readonly string[],
+  predicates: Record<K, string>,
+): Promise<{ inserted: number; counts: Record<K, number> }> {
+  const names = Object.keys(predicates) as K[];
+  const counts = Object.fromEntries(names.map((k) => [k, 0])) as Record<K, number>;
+  if (rows.length === 0) return { inserted: 0, counts };
   const stage = `_ingest_stage_${table}`;
   await conn.run(`CREATE OR REPLACE TEMP TABLE ${stage} AS SELECT *, 0::BIGINT AS _ord FROM ${table} LIMIT 0`);
   const columns = await tableColumns(conn, table);
@@ -27,12 +44,19 @@ export async function insertNew(conn: DuckDBConnection, table: string, rows: rea
     appender.closeSync();
   }
   const on = key.map((k) => `t.${k} = s.${k}`).join(' AND ');
-  const result = await conn.run(
-    `INSERT INTO ${table} SELECT * EXCLUDE (_ord) FROM ${stage} s ANTI JOIN ${table} t ON ${on}
-     QUALIFY row_number() OVER (PARTITION BY ${key.map((k) => `s.${k}`).join(', ')} ORDER BY s._ord) = 1`,
-  );
+  const insert = `INSERT INTO ${table} SELECT * EXCLUDE (_ord) FROM ${stage} s ANTI JOIN ${table} t ON ${on}
+     QUALIFY row_number() OVER (PARTITION BY ${key.map((k) => `s.${k}`).join(', ')} ORDER BY s._ord) = 1`;
+  let inserted: number;
+  if (names.length === 0) {
+    inserted = (await conn.run(insert)).rowsChanged;
+  } else {
+    // One flag row per inserted row: the predicates see exactly what went in.
+    const flags = await queryRows<Record<K, boolean>>(conn, `${insert} RETURNING ${names.map((k) => `coalesce(${predicates[k]}, false) AS "${k}"`).join(', ')}`);
+    inserted = flags.length;
+    for (const f of flags) for (const k of names) if (f[k]) counts[k]++;
+  }
   await conn.run(`DROP TABLE ${stage}`);
-  return result.rowsChanged;
+  return { inserted, counts };
 }
 
 const columnCache = new WeakMap<DuckDBConnection, Map<string, string[]>>();
@@ -105,4 +129,19 @@ export async function stageKeys(conn: DuckDBConnection, name: string, keys: Iter
     appender.closeSync();
   }
   return table;
+}
+
+/**
+ * Write `fills` rows for the trade loaders (data-api and OrderFilled), counting into the report the inserted fills
+ * whose maker or taker the source does not name.
+ */
+export async function insertFills(conn: DuckDBConnection, rows: readonly Row[], rb: ReportBuilder): Promise<number> {
+  const { inserted, counts } = await insertNewCounting(conn, 'fills', rows, ['tx_hash', 'log_index'], {
+    unknown_counterparty: 'maker_id IS NULL',
+    unknown_taker: 'taker_id IS NULL',
+  });
+  rb.addRows('fills', inserted);
+  rb.report.unknown_counterparty += counts.unknown_counterparty;
+  rb.report.unknown_taker += counts.unknown_taker;
+  return inserted;
 }

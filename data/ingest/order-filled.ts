@@ -7,7 +7,7 @@
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { decodeEventLog, formatUnits, parseAbi, toEventSelector } from 'viem';
-import { insertNew, type Row } from './insert.ts';
+import { insertFills, type Row } from './insert.ts';
 import { lookupMarketsById, lookupTokens, resolveWallets, type TokenRef } from './ids.ts';
 import { ratio } from './payouts.ts';
 import { ReportBuilder, type IngestReport } from './report.ts';
@@ -247,15 +247,16 @@ export async function loadOrderFilledLogs(
     pending.push({ d, ts, trade, token });
   }
 
-  const wallets = await resolveWallets(conn, pending.flatMap((p) => [p.d.maker, p.d.taker]));
+  // A placeholder party (a contract or operator standing in for a user) gets no wallet: NULL, the real side is kept.
+  const wallets = await resolveWallets(conn, pending.flatMap((p) => [p.d.maker, p.d.taker]), config);
   const rows: Row[] = pending.map(({ d, ts, trade, token }) => ({
     tx_hash: d.txHash,
     log_index: d.logIndex,
     ts,
     market_id: token.marketId,
     outcome_index: token.outcomeIndex,
-    maker_id: wallets.get(d.maker)!,
-    taker_id: wallets.get(d.taker)!,
+    maker_id: wallets.get(d.maker) ?? null,
+    taker_id: wallets.get(d.taker) ?? null,
     side: trade.side,
     match_type: trade.matchType,
     price: trade.price,
@@ -266,10 +267,9 @@ export async function loadOrderFilledLogs(
     exchange_version: d.version,
     exchange_kind: d.exchangeKind,
   }));
-  const inserted = await insertNew(conn, 'fills', rows, ['tx_hash', 'log_index']);
+  const inserted = await insertFills(conn, rows, rb);
   rb.report.inserted = inserted;
   rb.report.duplicates = rows.length - inserted;
-  rb.addRows('fills', inserted);
   return rb.report;
 }
 

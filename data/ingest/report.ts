@@ -10,6 +10,10 @@ export interface IngestReport {
   skipped: Record<string, number>;
   /** Rows inserted per table (one input object can write several tables). */
   rows: Record<string, number>;
+  /** Inserted fills whose maker the source does not name (maker_id NULL): every data-api trade, for one. */
+  unknown_counterparty: number;
+  /** Inserted fills whose taker the source does not name (taker_id NULL). */
+  unknown_taker: number;
   /** Semantic warnings on rows that were still loaded (capped). */
   warnings: string[];
   /** First rejection messages, naming the row and the field (capped). */
@@ -19,7 +23,7 @@ export interface IngestReport {
 const MAX_MESSAGES = 50;
 
 export class ReportBuilder {
-  readonly report: IngestReport = { inserted: 0, duplicates: 0, skipped: {}, rows: {}, warnings: [], rejections: [] };
+  readonly report: IngestReport = { inserted: 0, duplicates: 0, skipped: {}, rows: {}, unknown_counterparty: 0, unknown_taker: 0, warnings: [], rejections: [] };
 
   skip(reason: string, message?: string): void {
     this.report.skipped[reason] = (this.report.skipped[reason] ?? 0) + 1;
@@ -45,6 +49,8 @@ export class ReportBuilder {
   merge(other: IngestReport, prefix = ''): void {
     for (const [reason, n] of Object.entries(other.skipped)) this.report.skipped[prefix + reason] = (this.report.skipped[prefix + reason] ?? 0) + n;
     for (const [table, n] of Object.entries(other.rows)) this.addRows(table, n);
+    this.report.unknown_counterparty += other.unknown_counterparty;
+    this.report.unknown_taker += other.unknown_taker;
     for (const w of other.warnings) this.warn(w);
     for (const r of other.rejections) if (this.report.rejections.length < MAX_MESSAGES) this.report.rejections.push(r);
   }

@@ -15,6 +15,11 @@ export interface ChainConfig {
   conditionalTokens: string[];
   /** NegRiskAdapter contracts: their PayoutRedemption names the user; the CTF one under them names the adapter. */
   negRiskAdapters: string[];
+  /**
+   * Other addresses a source may put in a party field while acting for a user (an operator filling orders, a relayer):
+   * never traders (data/ingest/placeholders.ts). None by default.
+   */
+  operators: string[];
 }
 
 /**
@@ -27,6 +32,7 @@ export const DEFAULT_CHAIN_CONFIG: ChainConfig = {
   negRiskExchanges: ['0xc5d563a36ae78145c45a50134d48a1215220f80a'],
   conditionalTokens: ['0x4d97dcd97ec945f40cf65f87097ace5ea0476045'],
   negRiskAdapters: ['0xd91e80cf2e7be2e162c6513ced06f1dd0da35296'],
+  operators: [],
 };
 
 /** Defaults plus extra addresses (lists are merged, lowercased). */
@@ -37,6 +43,7 @@ export function chainConfig(extra: Partial<ChainConfig> = {}): ChainConfig {
     negRiskExchanges: merge(DEFAULT_CHAIN_CONFIG.negRiskExchanges, extra.negRiskExchanges),
     conditionalTokens: merge(DEFAULT_CHAIN_CONFIG.conditionalTokens, extra.conditionalTokens),
     negRiskAdapters: merge(DEFAULT_CHAIN_CONFIG.negRiskAdapters, extra.negRiskAdapters),
+    operators: merge(DEFAULT_CHAIN_CONFIG.operators, extra.operators),
   };
 }
 

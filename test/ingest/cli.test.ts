@@ -40,12 +40,15 @@ describe('venue:ingest CLI', () => {
     expect(await runIngestCli(['--db', db, ...allFiles], (l) => lines.push(l))).toBe(0);
     const reports = lines.map((l) => JSON.parse(l) as { loader: string; inserted: number });
     expect(reports.map((r) => r.loader)).toEqual(['gamma-events', 'gamma-markets', 'markets-csv', 'logs', 'logs', 'trades', 'activity', 'positions']);
+    // data-api trades name no counterparty: the report line says how many fills have none
+    expect(reports.find((r) => r.loader === 'trades')).toMatchObject({ inserted: 3, unknown_counterparty: 3, unknown_taker: 0 });
+    expect(reports.find((r) => r.loader === 'logs')).toMatchObject({ unknown_counterparty: 0, unknown_taker: 0 });
     // The per-loader expectations of the other test files, summed: markets 4 (events file) + 5 (markets file);
     // fills 7 (logs) + 3 (trades; the activity TRADE row is a duplicate); inventory events 4 (redemptions) + 5
     // (activity), legs 3 + 5; resolutions 2 + 3 from Gamma, + 4 on-chain, - 2 Gamma rows replaced = 7;
-    // wallets alice..frank (6) + grace + the unknown counterparty = 8.
+    // wallets alice..frank (6) + grace = 7: the data-api trades' unknown counterparty is no wallet (maker_id NULL).
     expect(await tableCounts(db)).toEqual({
-      events: 4, markets: 9, wallets: 8, fills: 10, inventory_events: 9, inventory_legs: 8, resolutions: 7, ref_real_markets: 2,
+      events: 4, markets: 9, wallets: 7, fills: 10, inventory_events: 9, inventory_legs: 8, resolutions: 7, ref_real_markets: 2,
     });
 
     const again: string[] = [];

@@ -3,7 +3,6 @@ import { loadDataApiActivity } from '../../data/ingest/data-api-activity.ts';
 import { loadDataApiTrades } from '../../data/ingest/data-api-trades.ts';
 import { derivedLogIndex, parsePositions } from '../../data/ingest/data-api.ts';
 import { loadGammaEvents, loadGammaMarkets } from '../../data/ingest/gamma.ts';
-import { UNKNOWN_COUNTERPARTY } from '../../data/ingest/ids.ts';
 import { M, RURITANIA_GROUP, W, tx } from '../fixtures/ingest/world.ts';
 import { count, fixture, memoryVenue, queryRows } from './helpers.ts';
 
@@ -21,7 +20,7 @@ const walletId = async (conn: Awaited<ReturnType<typeof memoryVenue>>, address: 
   (await queryRows<{ id: number }>(conn, `SELECT wallet_id AS id FROM wallets WHERE address = '${address}'`))[0]!.id;
 
 describe('loadDataApiTrades', () => {
-  it('loads each trade as the taker side against the unknown counterparty; skips and counts the bad rows', async () => {
+  it('loads each trade as the taker side against an unknown counterparty (maker_id NULL); skips and counts the bad rows', async () => {
     const conn = await venueWithMarkets();
     const report = await loadDataApiTrades(conn, fixture('trades.json'));
     expect(report).toMatchObject({
@@ -29,17 +28,18 @@ describe('loadDataApiTrades', () => {
       duplicates: 1, // the repeated t1 row
       skipped: { unknown_token: 1, 'invalid:side': 1, token_condition_mismatch: 1, 'invalid:timestamp': 1 },
       rows: { fills: 3 },
+      unknown_counterparty: 3,
+      unknown_taker: 0,
     });
     expect(report.rejections.join('\n')).toMatch(/side: expected BUY or SELL/);
     expect(report.rejections.join('\n')).toMatch(/timestamp: expected unix seconds/);
 
-    const unknown = await walletId(conn, UNKNOWN_COUNTERPARTY);
     const grace = await walletId(conn, W.grace);
     const alice = await walletId(conn, W.alice);
     const fills = await queryRows<Record<string, unknown>>(conn, 'SELECT * FROM fills ORDER BY ts');
     expect(fills).toHaveLength(3);
     // 150 @ 0.42 on 2026-04-24 (before V2) -> 63 USDC, V1, standard market.
-    expect(fills[0]).toMatchObject({ tx_hash: tx('t1'), ts: new Date(1777000000 * 1000), market_id: FED, outcome_index: 0, maker_id: unknown, taker_id: grace, side: 'BUY', match_type: 'direct', price: 0.42, shares: 150, fee_usdc: 0, exchange_version: 1, exchange_kind: 'ctf' });
+    expect(fills[0]).toMatchObject({ tx_hash: tx('t1'), ts: new Date(1777000000 * 1000), market_id: FED, outcome_index: 0, maker_id: null, taker_id: grace, side: 'BUY', match_type: 'direct', price: 0.42, shares: 150, fee_usdc: 0, exchange_version: 1, exchange_kind: 'ctf' });
     expect(fills[0]!.size_usdc).toBeCloseTo(63, 9);
     // Red-NO on the neg-risk market: exchange_kind follows the market; 10 @ 0.3 = 3 USDC.
     expect(fills[1]).toMatchObject({ tx_hash: tx('t3'), market_id: RED, outcome_index: 1, taker_id: alice, side: 'BUY', shares: 10, price: 0.3, exchange_version: 1, exchange_kind: 'neg_risk' });
@@ -51,14 +51,17 @@ describe('loadDataApiTrades', () => {
     expect(fills.every((f) => (f.log_index as number) < 0)).toBe(true);
 
     expect(await queryRows(conn, `SELECT username, pseudonym FROM wallets WHERE address = '${W.grace}'`)).toEqual([{ username: 'grace', pseudonym: 'Grace-Pseudo' }]);
-    expect(await queryRows(conn, `SELECT pseudonym FROM wallets WHERE address = '${UNKNOWN_COUNTERPARTY}'`)).toEqual([{ pseudonym: 'Unknown-Counterparty' }]);
+    expect(fills.every((f) => f.maker_id === null)).toBe(true);
+    // Only the wallets the rows name: no stand-in for the counterparty.
+    expect((await queryRows<{ address: string }>(conn, 'SELECT address FROM wallets ORDER BY address')).map((r) => r.address)).toEqual([W.alice, W.grace].sort());
   });
 
   it('is idempotent', async () => {
     const conn = await venueWithMarkets();
     await loadDataApiTrades(conn, fixture('trades.json'));
     const again = await loadDataApiTrades(conn, fixture('trades.json'));
-    expect(again).toMatchObject({ inserted: 0, duplicates: 4 });
+    // The counters count inserted fills only.
+    expect(again).toMatchObject({ inserted: 0, duplicates: 4, unknown_counterparty: 0 });
     expect(await count(conn, 'fills')).toBe(3);
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { UNKNOWN_COUNTERPARTY, lookupMarketsByCondition, lookupTokens, resolveWallet, resolveWallets, walletPseudonym } from '../../data/ingest/ids.ts';
+import { lookupMarketsByCondition, lookupTokens, resolveWallet, resolveWallets, walletPseudonym } from '../../data/ingest/ids.ts';
 import { loadGammaMarkets } from '../../data/ingest/gamma.ts';
 import { M, W } from '../fixtures/ingest/world.ts';
 import { fixture, memoryVenue, queryRows } from './helpers.ts';
@@ -43,9 +43,6 @@ describe('walletPseudonym', () => {
   it('spreads addresses over many names', () => {
     const names = new Set(Array.from({ length: 200 }, (_, i) => walletPseudonym(`0x${i.toString(16).padStart(40, '0')}`)));
     expect(names.size).toBeGreaterThan(150);
-  });
-  it('names the reserved zero address as the unknown counterparty', () => {
-    expect(walletPseudonym(UNKNOWN_COUNTERPARTY)).toBe('Unknown-Counterparty');
   });
 });
 
