@@ -10,12 +10,14 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { openDuckDB, queryRows, sqlString } from './data/duckdb.ts';
 import { attachVenue } from './data/venue.ts';
+import { createVenueViews, migrateVenue } from './data/schema.ts';
 import { generateVenue } from './data/generator/index.ts';
 import { DEFAULT_END } from './data/generator/config.ts';
 import { DEMO_VENUE, REAL_MARKETS_CSV } from './data/generator/defaults.ts';
 import { progressBar } from './data/progress.ts';
 import { LiveTail } from './data/live-tail/tail.ts';
-import { runAnalyticsBuild } from './core/analytics-build.ts';
+import { AnalyticsEngine } from './jobs/analytics/engine.ts';
+import { snapshotRunner } from './data/snapshot-runner.ts';
 import { ensureWalletLinks } from './core/rankings.ts';
 import { SnapshotStore } from './data/snapshot-store.ts';
 import { createApp } from './web-api/app.ts';
@@ -46,6 +48,8 @@ const Env = z.object({
   HOST: z.string().default('127.0.0.1'),
   LIVE_TAIL_RATE: z.coerce.number().positive().max(10_000).default(68),
   LIVE_TAIL_SPEED: z.coerce.number().positive().max(100_000).default(1),
+  /** pause between analytics refreshes (from the end of one to the start of the next) */
+  ANALYTICS_REFRESH_MS: z.coerce.number().int().min(0).max(3_600_000).default(5000),
   /** the origin users reach the service on (SIWE URI, magic links, CSRF check); default http://HOST:PORT */
   PUBLIC_ORIGIN: z.url().optional(),
   SIWE_CHAIN_IDS: z.string().regex(/^\d+(,\d+)*$/).default('137'),
@@ -111,6 +115,9 @@ if (loaded.length === 0) {
   await attachVenue(conn, join(root, 'venue'), { materialize: true });
   await conn.run(`CREATE TABLE venue_loaded AS SELECT now() AS loaded_at`);
 }
+// a database written by an older version gets the current venue schema (arrival seqs, nullable parties)
+await migrateVenue(conn);
+await createVenueViews(conn);
 const [summary] = await queryRows<Record<string, number | string>>(
   conn,
   `SELECT (SELECT count(*) FROM wallets) AS wallets, (SELECT count(*) FROM markets) AS markets, (SELECT count(*) FROM fills) AS fills,
@@ -129,20 +136,26 @@ const truthWallets = join(root, 'truth', 'wallets.parquet');
 if (links!.n === 0 && existsSync(truthWallets)) {
   await conn.run(`INSERT INTO wallet_links SELECT wallet_id, 'demo-owner-' || owner_id FROM read_parquet(${sqlString(truthWallets)}) WHERE owner_id IS NOT NULL ORDER BY wallet_id`);
 }
-const built = await queryRows(conn, `SELECT 1 FROM information_schema.tables WHERE table_name IN ('a_meta', 'a_board')`);
-if (built.length < 2) {
-  const [last] = await queryRows<{ t: Date }>(conn, `SELECT max(ts) AS t FROM fills`);
-  const bar = progressBar('analytics');
-  const report = await runAnalyticsBuild(duckRunner(conn), last!.t, (name, i, n) => bar.update(name, i, n));
-  bar.stop();
-  console.error(`  analytics built in ${report.total_seconds.toFixed(1)} s: ${report.wallets.toLocaleString()} wallets, ${report.positions.toLocaleString()} positions`);
-}
+// Analytics: the engine resumes its persisted state or builds it (as of the latest stored fill), then keeps it live
+// (jobs/analytics/engine.ts): every refresh recomputes what the new venue rows changed and commits a new version.
+const [lastStored] = await queryRows<{ t: Date }>(conn, `SELECT max(ts) AS t FROM fills`);
+let clock: () => Date = () => new Date(lastStored!.t);
+let buildBar: ReturnType<typeof progressBar> | null = null;
+const engine = await AnalyticsEngine.open(instance, {
+  now: () => clock(),
+  log: (m) => console.error(`  ${m}`),
+  onBuildStep: (name, i, n) => {
+    buildBar ??= progressBar('analytics');
+    if (name === 'done') buildBar.stop();
+    else buildBar.update(name, i, n);
+  },
+});
 const [meta] = await queryRows<Record<string, unknown>>(
   conn,
   `SELECT (SELECT as_of::VARCHAR FROM a_meta) AS as_of, count(*) AS wallets, count(*) FILTER (WHERE calibration_ranked) AS ranked_on_calibration,
      count(*) FILTER (WHERE len(smart_money_tags) > 0) AS tagged FROM a_wallet_metrics`,
 );
-console.log(`Analytics ready (tables a_positions, a_calibration, a_alpha, a_features, a_wallet_metrics, a_board in the same database):`);
+console.log(`Analytics ready, version ${engine.published().version} (tables a_positions, a_wallet_metrics, a_board and the other a_* tables in the same database):`);
 console.log(`  ${JSON.stringify(meta)}`);
 const top = await queryRows<{ rank: number; address: string; composite_score: number }>(
   conn,
@@ -163,16 +176,17 @@ if (env.LIVE_TAIL === 'on') {
   // The demo venue keeps its own clock: it resumes at the last stored fill and advances with the tail. "As of now"
   // analytics and the daily snapshots read that clock; sessions, nonces and rate windows read the wall clock.
   let tail: LiveTail | undefined;
-  const [lastFill] = await queryRows<{ t: Date }>(conn, `SELECT max(ts) AS t FROM fills`);
-  const venueNow = () => (tail ? new Date(tail.stats().venueTime) : new Date(lastFill!.t));
+  const venueNow = () => (tail ? new Date(tail.stats().venueTime) : new Date(lastStored!.t));
+  clock = venueNow;
   const origin = env.PUBLIC_ORIGIN ?? `http://${env.HOST}:${env.PORT}`;
   const tidKeyPath = join(root, 'tid.key');
   if (!env.TID_KEY && !existsSync(tidKeyPath)) writeFileSync(tidKeyPath, randomBytes(32).toString('hex'), { mode: 0o600 });
   const tidKey = env.TID_KEY ?? readFileSync(tidKeyPath, 'utf8').trim();
   // one tid index for the process: the public routes, the agent gateway and MCP resolve the same opaque ids
   const tids = new TidIndex(tidKey);
-  // The HTTP API reads on its own connection (the live tail writes on the main one).
-  const apiDb = duckRunner(await instance.connect());
+  // The HTTP API reads on a pool of its own connections, each request in one read snapshot: it sees one committed
+  // analytics version whatever the builder commits meanwhile (the live tail writes on the main connection).
+  const apiDb = snapshotRunner(instance, { size: 8 });
   const gateway =
     env.X402_MODE === 'off'
       ? undefined
@@ -238,6 +252,7 @@ if (env.LIVE_TAIL === 'on') {
     push,
     mounts: [...(gateway?.mounts ?? []), { path: '/mcp', router: mcp }],
     db: apiDb,
+    dbScope: apiDb.middleware,
     snapshots,
     accounts,
     rates,
@@ -290,6 +305,12 @@ if (env.LIVE_TAIL === 'on') {
   console.log(`Webhook deliveries: ${queueRedis ? 'Redis queue (BullMQ), a worker in this process' : 'SQLite outbox worker'}`);
   console.log(`Live tail: ~${env.LIVE_TAIL_RATE} taker fills/s (speed x${env.LIVE_TAIL_SPEED}); Ctrl-C to stop.`);
   const schedule = startSnapshotSchedule({ instance, store: snapshots, now: venueNow, log: (m) => console.log(`  ${m}`) });
+  // the analytics follow the venue: each refresh commits a version; signals then act on the current tags
+  engine.on('published', (p, r) => {
+    void venueLookup.reloadTags().catch(() => {});
+    if ('new_legs' in r) console.log(`  analytics v${p.version} as of ${p.asOf.toISOString()}: ${r.new_legs} new legs, ${r.positions} positions, ${r.wallets} wallets in ${r.total_seconds.toFixed(1)} s`);
+  });
+  engine.start(env.ANALYTICS_REFRESH_MS);
   const feedSync = startResolutionFeedSync({ db: apiDb, feed: resolutionFeed, log: (m) => console.log(`  ${m}`) });
   const purge = setInterval(() => accounts.purgeExpired(Date.now()), 3600_000);
   purge.unref();
@@ -304,6 +325,8 @@ if (env.LIVE_TAIL === 'on') {
     // a snapshot in progress may take a minute: give the jobs a few seconds, then go (stores are transactional)
     await Promise.race([Promise.all([schedule.stop(), feedSync.stop()]), new Promise((r) => setTimeout(r, 5000))]);
     await tail!.stop();
+    // a refresh in progress is rolled back by the close (the next start resumes from the last committed version)
+    await Promise.race([engine.stop(), new Promise((r) => setTimeout(r, 5000))]);
     await producing;
     clearInterval(pruneOutbox);
     await webhooks.stop();
@@ -325,6 +348,7 @@ if (env.LIVE_TAIL === 'on') {
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
 } else {
+  await engine.stop();
   conn.closeSync();
   instance.closeSync();
 }

@@ -73,7 +73,7 @@ function checkRules(r: ClusterRules): void {
  * of coinciding moments), n_a, n_b (each wallet's distinct (token, side, second) moments outside crowded cells)
  * and share (co_fills / least(n_a, n_b)). Ordered by a, b.
  */
-export function lockstepPairsSql(asOf: AsOf, rules: ClusterRules = CLUSTER_RULES): string {
+export function lockstepPairsSql(asOf: AsOf, rules: ClusterRules = CLUSTER_RULES, legs = 'fill_legs'): string {
   checkRules(rules);
   const T = tsLiteral(asOf);
   const W = rules.windowS;
@@ -82,12 +82,12 @@ export function lockstepPairsSql(asOf: AsOf, rules: ClusterRules = CLUSTER_RULES
   // a cell is tok << 32 | bucket (seconds since the epoch and buckets stay below 2^32), so the next bucket's
   // cell is cell + 1. fill_legs is read twice (wallet eligibility, then moments) rather than materialized.
   return `WITH eligible AS (
-      SELECT wallet_id FROM fill_legs WHERE ts <= ${T} GROUP BY wallet_id
+      SELECT wallet_id FROM ${legs} WHERE ts <= ${T} GROUP BY wallet_id
       HAVING count(*) >= ${rules.minCoFills} AND avg((role = 'maker')::INTEGER) <= ${rules.maxMakerShare}),
     all_moments AS MATERIALIZED (
       SELECT DISTINCT wallet_id,
         ((market_id::BIGINT * 2 + outcome_index) * 2 + (side = 'BUY')::INTEGER) * 4294967296 + epoch(ts)::BIGINT AS k
-      FROM fill_legs SEMI JOIN eligible USING (wallet_id) WHERE ts <= ${T}),
+      FROM ${legs} SEMI JOIN eligible USING (wallet_id) WHERE ts <= ${T}),
     cells AS (SELECT wallet_id, k, k // 4294967296 * 4294967296 + k % 4294967296 // ${W} AS cell FROM all_moments),
     crowded AS (SELECT cell FROM cells GROUP BY cell HAVING count(*) > ${rules.maxCrowd}),
     moments AS MATERIALIZED (SELECT * FROM cells ANTI JOIN crowded USING (cell)),
@@ -169,9 +169,13 @@ export interface ClusterBuildReport {
 }
 
 /** Detect lockstep clusters as of T and (re)write a_clusters, ordered by wallet_id. */
-export async function buildClusters(db: QueryRunner, asOf: AsOf, rules: ClusterRules = CLUSTER_RULES): Promise<ClusterBuildReport> {
+/** The fill legs (wallet, token, time, role, side) the lockstep pairs read, from the engine's a_legs. */
+export const A_LEGS_FILLS = `(SELECT wallet_id, market_id, outcome_index, ts, CASE kind WHEN 2 THEN 'maker' ELSE 'taker' END AS role,
+    CASE WHEN q > 0 THEN 'BUY' ELSE 'SELL' END AS side FROM a_legs WHERE kind IN (1, 2))`;
+
+export async function buildClusters(db: QueryRunner, asOf: AsOf, rules: ClusterRules = CLUSTER_RULES, legs = 'fill_legs'): Promise<ClusterBuildReport> {
   const t0 = performance.now();
-  const pairs = await db.all<{ a: number; b: number }>(`SELECT a, b FROM (${lockstepPairsSql(asOf, rules)})`);
+  const pairs = await db.all<{ a: number; b: number }>(`SELECT a, b FROM (${lockstepPairsSql(asOf, rules, legs)})`);
   const edges = pairs.map((p) => ({ a: Number(p.a), b: Number(p.b) }));
   const comp = clusterComponents(edges);
   const sizes = new Map<number, number>();

@@ -18,3 +18,41 @@ export function tsLiteral(t: AsOf): string {
   if (!(t instanceof Date) || Number.isNaN(t.getTime())) throw new Error('as-of must be a valid Date');
   return `make_timestamp(${Math.round(t.getTime()) * 1000}::BIGINT)`;
 }
+
+/** Column types the columnar port moves between storage and the core without per-value objects. */
+export type ColumnType = 'INTEGER' | 'UTINYINT' | 'DOUBLE' | 'BOOLEAN' | 'TIMESTAMP';
+
+/** One batch of a scan: typed columns by name (INTEGER: Int32Array, UTINYINT/BOOLEAN: Uint8Array, DOUBLE: Float64Array). */
+export interface ScanBatch {
+  n: number;
+  int(name: string): Int32Array;
+  u8(name: string): Uint8Array;
+  f64(name: string): Float64Array;
+}
+
+/** Appends rows to a table column by column: set each column of the current row, then `next()`; `close()` flushes. */
+export interface RowWriter {
+  set(column: number, value: number | boolean | null): void;
+  next(): void;
+  close(): Promise<void>;
+  readonly rows: number;
+}
+
+/**
+ * The query runner plus bulk paths for the analytics engine: streaming a SELECT in row order as typed columns, and
+ * appending rows without a statement per row. data/runner.ts implements it over DuckDB.
+ */
+export interface ColumnarRunner extends QueryRunner {
+  /**
+   * Run a SELECT whose columns are INTEGER, UTINYINT, BOOLEAN or DOUBLE (no NULLs); hand each batch over in order.
+   * The whole result is held in memory before the first batch (writers may append meanwhile): scan in slices.
+   */
+  scan(sql: string, onBatch: (b: ScanBatch) => void): Promise<number>;
+  /**
+   * Like scan, but streamed on a connection of its own (nothing is held in memory; rows committed before the call
+   * only): for full builds reading hundreds of millions of rows while writers append on this connection.
+   */
+  stream(sql: string, onBatch: (b: ScanBatch) => void): Promise<number>;
+  /** A writer appending to `table`, whose columns are exactly `columns` in this order (TIMESTAMP values are µs). */
+  writer(table: string, columns: readonly { name: string; type: ColumnType }[]): Promise<RowWriter>;
+}

@@ -77,7 +77,8 @@ export const VENUE_TABLES = {
     size_usdc DOUBLE NOT NULL,         -- price * shares
     fee_usdc DOUBLE NOT NULL,
     exchange_version UTINYINT NOT NULL,-- 1 | 2
-    exchange_kind VARCHAR NOT NULL     -- 'ctf' | 'neg_risk'
+    exchange_kind VARCHAR NOT NULL,    -- 'ctf' | 'neg_risk'
+    seq BIGINT NOT NULL DEFAULT 0       -- arrival batch (venue_seq; 0 = bulk-loaded): what a refresh has not seen yet
   )`,
   // Header of a split / merge / convert / redeem; its token movements are in inventory_legs.
   inventory_events: `CREATE TABLE IF NOT EXISTS inventory_events (
@@ -89,7 +90,8 @@ export const VENUE_TABLES = {
     market_id INTEGER,                 -- null for CONVERT (spans a neg-risk group)
     neg_risk_market_id VARCHAR,
     amount DOUBLE NOT NULL,            -- shares split/merged/converted per token; for REDEEM the payout
-    usdc_delta DOUBLE NOT NULL         -- USDC into (+) or out of (-) the wallet
+    usdc_delta DOUBLE NOT NULL,        -- USDC into (+) or out of (-) the wallet
+    seq BIGINT NOT NULL DEFAULT 0       -- arrival batch (venue_seq; 0 = bulk-loaded): what a refresh has not seen yet
   )`,
   inventory_legs: `CREATE TABLE IF NOT EXISTS inventory_legs (
     tx_hash VARCHAR NOT NULL,
@@ -108,18 +110,52 @@ export const VENUE_TABLES = {
     payout_no DOUBLE NOT NULL,
     outcome_slot_count INTEGER NOT NULL,
     resolved_at TIMESTAMP NOT NULL,
-    tx_hash VARCHAR NOT NULL
+    tx_hash VARCHAR NOT NULL,
+    seq BIGINT NOT NULL DEFAULT 0       -- arrival batch (venue_seq; 0 = bulk-loaded): what a refresh has not seen yet
   )`,
   // Mid-price history per token, sampled (hourly for the synthetic venue). Read "mid at t" as the latest row <= t.
   mids: `CREATE TABLE IF NOT EXISTS mids (
     market_id INTEGER NOT NULL,
     outcome_index UTINYINT NOT NULL,
     ts TIMESTAMP NOT NULL,
-    mid DOUBLE NOT NULL
+    mid DOUBLE NOT NULL,
+    seq BIGINT NOT NULL DEFAULT 0       -- arrival batch (venue_seq; 0 = bulk-loaded): what a refresh has not seen yet
   )`,
 } as const;
 
 export type VenueTable = keyof typeof VENUE_TABLES;
+
+/**
+ * Tables whose rows carry `seq`, the arrival batch: every writer of live rows (the live tail, ingest, the venue sync)
+ * stamps a batch with one nextval('venue_seq'), so the analytics refresh reads exactly what arrived since its last
+ * watermark, whatever the rows' own timestamps (a late row stamped in the past included).
+ */
+export const SEQ_TABLES = ['fills', 'inventory_events', 'resolutions', 'mids'] as const;
+export const VENUE_SEQ_DDL = `CREATE SEQUENCE IF NOT EXISTS venue_seq START 1`;
+
+/** The columns of a venue table, in DDL order (read off VENUE_TABLES). */
+export function venueColumns(table: VenueTable): string[] {
+  return VENUE_TABLES[table]
+    .split('\n')
+    .slice(1)
+    .map((line) => line.trim().match(/^([a-z_]+)\s+[A-Z]/)?.[1])
+    .filter((c): c is string => c !== undefined);
+}
+
+/**
+ * `INSERT INTO table (columns but seq)`: the head of a positional insert written without the arrival batch (a
+ * hand-built row, a bulk load), whose rows then take seq's default 0.
+ */
+export function venueInsert(table: VenueTable | string): string {
+  if (!(SEQ_TABLES as readonly string[]).includes(table)) return `INSERT INTO ${table}`;
+  return `INSERT INTO ${table} (${venueColumns(table as VenueTable).filter((c) => c !== 'seq').join(', ')})`;
+}
+
+/** The next arrival batch number (one per write batch). */
+export async function nextVenueSeq(conn: DuckDBConnection): Promise<number> {
+  const [r] = await queryRows<{ s: number }>(conn, `SELECT nextval('venue_seq') AS s`);
+  return Number(r!.s);
+}
 export const VENUE_TABLE_NAMES = Object.keys(VENUE_TABLES) as VenueTable[];
 
 /** Views that every consumer shares: token lookup and both legs of every fill. */
@@ -147,6 +183,8 @@ export const VENUE_VIEWS = {
 
 /** What migrateVenue changed (empty lists: nothing needed doing). */
 export interface VenueMigration {
+  /** tables that gained the seq column */
+  seqAdded: string[];
   /** fills columns whose NOT NULL was dropped */
   nullableColumns: string[];
   /** placeholder addresses that were wallets and are gone */
@@ -165,12 +203,22 @@ export interface VenueMigration {
  *   Analytics built before still name it: rebuild them (npm run analytics:build opens the venue through this).
  */
 export async function migrateVenue(conn: DuckDBConnection, placeholders: Iterable<string> = PLACEHOLDER_ADDRESSES): Promise<VenueMigration> {
-  const out: VenueMigration = { nullableColumns: [], removedWallets: [], partiesCleared: 0 };
+  const out: VenueMigration = { seqAdded: [], nullableColumns: [], removedWallets: [], partiesCleared: 0 };
   const inMain = `table_schema = 'main' AND table_catalog = current_database()`;
   const tables = new Set(
     (await queryRows<{ table_name: string }>(conn, `SELECT table_name FROM information_schema.tables WHERE ${inMain} AND table_type = 'BASE TABLE'
-      AND table_name IN ('fills', 'wallets', 'inventory_events', 'inventory_legs')`)).map((r) => r.table_name),
+      AND table_name IN ('fills', 'wallets', 'inventory_events', 'inventory_legs', 'resolutions', 'mids')`)).map((r) => r.table_name),
   );
+  await conn.run(VENUE_SEQ_DDL);
+  const withSeq = new Set(
+    (await queryRows<{ table_name: string }>(conn, `SELECT table_name FROM information_schema.columns WHERE ${inMain} AND column_name = 'seq'`)).map((r) => r.table_name),
+  );
+  for (const t of SEQ_TABLES) {
+    if (tables.has(t) && !withSeq.has(t)) {
+      await conn.run(`ALTER TABLE ${t} ADD COLUMN seq BIGINT DEFAULT 0`);
+      out.seqAdded.push(t);
+    }
+  }
   if (tables.has('fills')) {
     const strict = await queryRows<{ column_name: string }>(conn, `SELECT column_name FROM information_schema.columns WHERE ${inMain} AND table_name = 'fills'
       AND column_name IN ('maker_id', 'taker_id') AND is_nullable = 'NO' ORDER BY column_name`);

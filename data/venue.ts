@@ -7,8 +7,8 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { sqlString } from './duckdb.ts';
-import { VENUE_TABLES, VENUE_TABLE_NAMES, createVenueViews, migrateVenue } from './schema.ts';
+import { queryRows, sqlString } from './duckdb.ts';
+import { SEQ_TABLES, VENUE_SEQ_DDL, VENUE_TABLES, VENUE_TABLE_NAMES, createVenueViews, migrateVenue } from './schema.ts';
 
 export async function attachVenue(conn: DuckDBConnection, venueDir: string, opts: { materialize: boolean }): Promise<void> {
   for (const table of VENUE_TABLE_NAMES) {
@@ -21,9 +21,13 @@ export async function attachVenue(conn: DuckDBConnection, venueDir: string, opts
       await conn.run(`INSERT INTO ${table} BY NAME SELECT * FROM read_parquet(${sqlString(file)})`);
     } else {
       await conn.run(`DROP TABLE IF EXISTS ${table}`);
-      await conn.run(`CREATE OR REPLACE VIEW ${table} AS SELECT * FROM read_parquet(${sqlString(file)})`);
+      // a venue exported without arrival batches reads as bulk-loaded (seq 0)
+      const cols = await queryRows<{ column_name: string }>(conn, `DESCRIBE SELECT * FROM read_parquet(${sqlString(file)})`);
+      const seq = (SEQ_TABLES as readonly string[]).includes(table) && !cols.some((c) => c.column_name === 'seq') ? ', 0::BIGINT AS seq' : '';
+      await conn.run(`CREATE OR REPLACE VIEW ${table} AS SELECT *${seq} FROM read_parquet(${sqlString(file)})`);
     }
   }
   if (opts.materialize) await migrateVenue(conn);
+  else await conn.run(VENUE_SEQ_DDL);
   await createVenueViews(conn);
 }

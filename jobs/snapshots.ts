@@ -8,7 +8,7 @@
  * Account links (users with several wallets) are not stamped in time, so snapshots rank wallets, not users.
  */
 import type { DuckDBInstance } from '@duckdb/node-api';
-import { runAnalyticsBuild } from '../core/analytics-build.ts';
+import { fullBuild } from '../core/analytics/build.ts';
 import { PRESETS, SNAPSHOT_TOP_K, endOfDay, presetTopK, type SnapshotRow } from '../core/rankings.ts';
 import { queryRows } from '../data/duckdb.ts';
 import { duckRunner } from '../data/runner.ts';
@@ -27,7 +27,7 @@ export async function computeDaySnapshots(instance: DuckDBInstance, venueCatalog
     for (const ddl of Object.values(VENUE_VIEWS)) await conn.run(ddl);
     await conn.run(`CREATE TABLE wallet_links (wallet_id INTEGER NOT NULL, user_id VARCHAR NOT NULL)`);
     const db = duckRunner(conn);
-    await runAnalyticsBuild(db, asOf);
+    await fullBuild(db, asOf);
     const out: Record<string, SnapshotRow[]> = {};
     for (const p of PRESETS) out[p.slug] = await presetTopK(db, p.slug, k);
     return out;

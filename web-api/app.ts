@@ -3,7 +3,7 @@
  * the resolutions feed. Every non-2xx JSON body is the spec's error object (web-api/errors.ts). Anonymous callers
  * reach /v1/public/*, /v1/auth/* and the OpenAPI document; everything else needs a session cookie or an API key.
  */
-import express, { type Express } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
 import { z } from 'zod';
 import type { TidIndex } from '../core/public.ts';
 import type { QueryRunner } from '../core/query.ts';
@@ -37,6 +37,11 @@ import { type PushApi, type WebhookApi, webhookRouter } from './webhooks.ts';
 
 export interface AppDeps {
   db: QueryRunner;
+  /**
+   * Opens one read snapshot per request (data/snapshot-runner.ts, the `db`'s middleware): every statement of a
+   * request, on any surface mounted here (REST, public, agent gateway, MCP), sees one analytics version.
+   */
+  dbScope?: RequestHandler;
   accounts: AccountStore;
   rates: RateStore;
   auth: AuthConfig;
@@ -154,6 +159,8 @@ export function createApp(deps: AppDeps): Express {
   if (deps.trustProxy !== undefined) app.set('trust proxy', deps.trustProxy);
   app.use(assignTraceId);
   app.use(express.json({ limit: '64kb' }));
+  // after the body parser: the handlers that follow run inside the request's snapshot
+  if (deps.dbScope) app.use(deps.dbScope);
 
   const openapi = openApiDocument();
   app.get('/v1/openapi.json', (_req, res) => {

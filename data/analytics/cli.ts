@@ -4,7 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { runAnalyticsBuild } from '../../core/analytics-build.ts';
+import { fullBuild } from '../../core/analytics/build.ts';
 import { queryRows } from '../duckdb.ts';
 import { duckRunner } from '../runner.ts';
 import { progressBar } from '../progress.ts';
@@ -33,7 +33,7 @@ const loadSeconds = (performance.now() - t0) / 1000;
 const [last] = await queryRows<{ t: Date | null }>(conn, `SELECT max(ts) AS t FROM fills`);
 const asOf = a['as-of'] ? new Date(a['as-of']) : (last?.t ?? new Date());
 const bar = progressBar('analytics');
-const report = await runAnalyticsBuild(duckRunner(conn), asOf, (name, i, n) => bar.update(name, i, n));
+const report = await fullBuild(duckRunner(conn), asOf, { onStep: (name, i, n) => bar.update(name, i, n) });
 bar.stop();
 console.log(JSON.stringify({ load_seconds: Number(loadSeconds.toFixed(2)), ...report, peak_rss_mb: Math.round(process.memoryUsage().rss / 2 ** 20) }, null, 2));
 conn.closeSync();

@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { runAnalyticsBuild } from '../../core/analytics-build.ts';
+import { fullBuild } from '../../core/analytics/build.ts';
 import { queryRows } from '../duckdb.ts';
 import { duckRunner } from '../runner.ts';
 import { generateVenue } from '../generator/index.ts';
@@ -24,7 +24,7 @@ if (!existsSync(join(dir, 'manifest.json'))) {
 }
 const { instance, conn } = await openVenueDb({ venueDir: dir, materialize: true });
 const [last] = await queryRows<{ t: Date }>(conn, `SELECT max(ts) AS t FROM fills`);
-const build = await runAnalyticsBuild(duckRunner(conn), last!.t);
+const build = await fullBuild(duckRunner(conn), last!.t);
 const report = await validityReport(duckRunner(conn));
 console.log(JSON.stringify({ venue: dir, build_seconds: build.total_seconds, ...report }, null, 2));
 conn.closeSync();

@@ -6,6 +6,7 @@
 import { DuckDBTypeId, listValue, timestampValue, type DuckDBAppender, type DuckDBConnection } from '@duckdb/node-api';
 import { queryRows } from '../duckdb.ts';
 import type { ReportBuilder } from './report.ts';
+import { nextVenueSeq } from '../schema.ts';
 
 export type Cell = string | number | bigint | boolean | Date | null | undefined | readonly number[] | readonly string[];
 export type Row = Record<string, Cell>;
@@ -44,7 +45,10 @@ export async function insertNewCounting<K extends string>(
     appender.closeSync();
   }
   const on = key.map((k) => `t.${k} = s.${k}`).join(' AND ');
-  const insert = `INSERT INTO ${table} SELECT * EXCLUDE (_ord) FROM ${stage} s ANTI JOIN ${table} t ON ${on}
+  // rows of an arrival-tracked table are stamped with this insert's batch (schema.ts SEQ_TABLES), unless they carry one
+  const seq = columns.includes('seq') ? await nextVenueSeq(conn) : null;
+  const select = seq === null ? '* EXCLUDE (_ord)' : `* EXCLUDE (_ord) REPLACE (coalesce(seq, ${seq}) AS seq)`;
+  const insert = `INSERT INTO ${table} BY NAME SELECT ${select} FROM ${stage} s ANTI JOIN ${table} t ON ${on}
      QUALIFY row_number() OVER (PARTITION BY ${key.map((k) => `s.${k}`).join(', ')} ORDER BY s._ord) = 1`;
   let inserted: number;
   if (names.length === 0) {

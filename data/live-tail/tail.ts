@@ -6,6 +6,7 @@
 import { EventEmitter } from 'node:events';
 import { DuckDBTimestampValue, type DuckDBConnection } from '@duckdb/node-api';
 import { queryRows } from '../duckdb.ts';
+import { nextVenueSeq } from '../schema.ts';
 import { readRealMarkets } from '../ingest/real-markets.ts';
 import type { VenueOptions } from '../generator/config.ts';
 import { TailGenerator, type TailBatch, type TailFill, type TailResolution } from './generator.ts';
@@ -87,6 +88,9 @@ export class LiveTail extends EventEmitter<LiveTailEvents> {
   }
 
   private async write(b: TailBatch): Promise<void> {
+    if (!b.fills.length && !b.mids.length && !b.resolutions.length && !b.closed.length) return;
+    // one arrival batch for everything this tick writes (the analytics refresh reads what arrived after its watermark)
+    const seq = BigInt(await nextVenueSeq(this.conn));
     if (b.fills.length) {
       const app = await this.conn.createAppender('fills');
       for (const f of b.fills) {
@@ -105,6 +109,7 @@ export class LiveTail extends EventEmitter<LiveTailEvents> {
         app.appendDouble(f.feeUsdc);
         app.appendUTinyInt(2);
         app.appendVarchar(f.exchangeKind);
+        app.appendBigInt(seq);
         app.endRow();
       }
       app.closeSync();
@@ -116,6 +121,7 @@ export class LiveTail extends EventEmitter<LiveTailEvents> {
         app.appendUTinyInt(m.outcome);
         app.appendTimestamp(ts(m.ts));
         app.appendDouble(m.mid);
+        app.appendBigInt(seq);
         app.endRow();
       }
       app.closeSync();
@@ -126,8 +132,8 @@ export class LiveTail extends EventEmitter<LiveTailEvents> {
     for (const r of b.resolutions) {
       const [y, n] = r.payoutNumerators;
       await this.conn.run(
-        `INSERT INTO resolutions VALUES ($1, $2, $3, [$4, $5]::INTEGER[], $6, $7, 2, make_timestamp($8::BIGINT * 1000000), $9)`,
-        [r.marketId, r.winner, r.winnerIndex, y, n, y / (y + n), n / (y + n), r.resolvedAt, r.txHash],
+        `INSERT INTO resolutions VALUES ($1, $2, $3, [$4, $5]::INTEGER[], $6, $7, 2, make_timestamp($8::BIGINT * 1000000), $9, $10)`,
+        [r.marketId, r.winner, r.winnerIndex, y, n, y / (y + n), n / (y + n), r.resolvedAt, r.txHash, seq],
       );
     }
   }

@@ -417,10 +417,17 @@ export class VenueLookup {
     for (const m of await this.db.all<MarketInfo & { market_id: number }>(`SELECT market_id, condition_id, question_id, question AS title, slug, category, yes_token_id, no_token_id FROM markets`))
       this.markets.set(Number(m.market_id), m);
     for (const w of await this.db.all<{ wallet_id: number; address: string }>(`SELECT wallet_id, address FROM wallets`)) this.wallets.set(Number(w.wallet_id), w.address);
+    await this.reloadTags();
+  }
+
+  /** Smart-money tags of the current analytics version (called on every published version: signals act on current skill). */
+  async reloadTags(): Promise<void> {
     const hasMetrics = await this.db.all(`SELECT 1 FROM information_schema.tables WHERE table_name = 'a_wallet_metrics'`);
+    const tags = new Map<number, string[]>();
     if (hasMetrics.length)
       for (const t of await this.db.all<{ wallet_id: number; tags: string[] }>(`SELECT wallet_id, smart_money_tags AS tags FROM a_wallet_metrics WHERE len(smart_money_tags) > 0`))
-        this.tags.set(Number(t.wallet_id), [...t.tags]);
+        tags.set(Number(t.wallet_id), [...t.tags]);
+    this.tags = tags;
   }
 
   async market(id: number): Promise<MarketInfo | null> {

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { walletAlphaSql } from '../../core/alpha.ts';
 import { queryRows } from '../../data/duckdb.ts';
 import { closeMemoryVenue, openMemoryVenue } from '../helpers/memory-venue.ts';
+import { venueInsert } from '../../data/schema.ts';
 
 const HOUR = 3_600_000;
 const B = Date.parse('2026-01-01T00:00:00Z');
@@ -64,7 +65,7 @@ function fillValues(f: Fill): string {
     ${dbl(f.price)}, ${dbl(f.shares)}, ${dbl(f.price * f.shares)}, 0, 2, 'ctf')`;
 }
 async function insertFills(fs: readonly Fill[]) {
-  if (fs.length) await conn.run(`INSERT INTO fills VALUES ${fs.map(fillValues).join(',')}`);
+  if (fs.length) await conn.run(`${venueInsert('fills')} VALUES ${fs.map(fillValues).join(',')}`);
 }
 
 interface Mid {
@@ -74,7 +75,7 @@ interface Mid {
   mid: number;
 }
 async function insertMids(ms: readonly Mid[]) {
-  if (ms.length) await conn.run(`INSERT INTO mids VALUES ${ms.map((m) => `(${m.market}, ${m.outcome}, ${ts(m.at)}, ${dbl(m.mid)})`).join(',')}`);
+  if (ms.length) await conn.run(`${venueInsert('mids')} VALUES ${ms.map((m) => `(${m.market}, ${m.outcome}, ${ts(m.at)}, ${dbl(m.mid)})`).join(',')}`);
 }
 
 type Winner = 'YES' | 'NO' | 'INVALID';
@@ -88,7 +89,7 @@ async function insertResolution(r: Resolution) {
   const [py, pn] = PAYOUT[r.winner];
   const wi = r.winner === 'YES' ? 0 : r.winner === 'NO' ? 1 : -1;
   const num = r.winner === 'INVALID' ? '[1,1]' : `[${py},${pn}]`;
-  await conn.run(`INSERT INTO resolutions VALUES (${r.market}, '${r.winner}', ${wi}, ${num}, ${py}, ${pn}, 2, ${ts(r.at)}, '0xr${r.market}')`);
+  await conn.run(`${venueInsert('resolutions')} VALUES (${r.market}, '${r.winner}', ${wi}, ${num}, ${py}, ${pn}, 2, ${ts(r.at)}, '0xr${r.market}')`);
 }
 
 beforeAll(async () => {

@@ -4,12 +4,13 @@
  * and no lookahead: rows stamped after T never change a build as of T.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAnalyticsBuild } from '../../core/analytics-build.ts';
+import { fullBuild } from '../../core/analytics/build.ts';
 import { calibrationSummary, skillDeviate, type CalibrationInput } from '../../core/calibration.ts';
 import { tsLiteral } from '../../core/query.ts';
 import { SMART_MONEY_TAGS, sharpCutoff, smartMoneyTags, type TagInputs } from '../../core/tags.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { makeVenue, type TestVenue } from '../helpers/venue.ts';
+import { venueInsert } from '../../data/schema.ts';
 
 let v: TestVenue;
 const END = new Date('2026-11-01T00:00:00Z');
@@ -27,7 +28,7 @@ const one = async <T = Record<string, number>>(sql: string) => (await v.rows<T>(
 
 describe('analytics build as of the end of the venue', () => {
   beforeAll(async () => {
-    await runAnalyticsBuild(duckRunner(v.conn), END);
+    await fullBuild(duckRunner(v.conn), END);
   });
 
   it('every wallet with a fill has exactly one metrics row, and no other wallet has one', async () => {
@@ -179,7 +180,7 @@ describe('no lookahead', () => {
       (SELECT count(*) FROM inventory_legs) AS l, (SELECT count(*) FROM resolutions) AS r`;
 
   beforeAll(async () => {
-    await runAnalyticsBuild(duckRunner(v.conn), T_MID);
+    await fullBuild(duckRunner(v.conn), T_MID);
     await snapshot('before');
   });
 
@@ -205,10 +206,10 @@ describe('no lookahead', () => {
     await v.conn.run(`INSERT INTO mids SELECT * REPLACE (ts + ${shift} AS ts) FROM mids WHERE ts <= ${T}`);
     // 2. at T + 1 microsecond: a mid of 0.999 on every token, a copy of the last 500 fills, and a resolution
     //    (YES) of every market still unresolved at the end of the venue
-    await v.conn.run(`INSERT INTO mids SELECT market_id, o::UTINYINT, ${justAfter}, 0.999 FROM markets, (VALUES (0), (1)) t(o)`);
+    await v.conn.run(`${venueInsert('mids')} SELECT market_id, o::UTINYINT, ${justAfter}, 0.999 FROM markets, (VALUES (0), (1)) t(o)`);
     await v.conn.run(`INSERT INTO fills SELECT * REPLACE (tx_hash || '_now' AS tx_hash, ${justAfter} AS ts)
       FROM (SELECT * FROM fills WHERE ts <= ${T} ORDER BY ts DESC, tx_hash, log_index LIMIT 500)`);
-    await v.conn.run(`INSERT INTO resolutions SELECT market_id, 'YES', 0, [1, 0], 1.0, 0.0, 2, ${justAfter}, '0xlate' || market_id
+    await v.conn.run(`${venueInsert('resolutions')} SELECT market_id, 'YES', 0, [1, 0], 1.0, 0.0, 2, ${justAfter}, '0xlate' || market_id
       FROM markets WHERE market_id NOT IN (SELECT market_id FROM resolutions)`);
     const after = await one(counts);
     for (const k of ['f', 'm', 'i', 'l', 'r']) expect(after[k]!, k).toBeGreaterThan(before[k]!);
@@ -217,7 +218,7 @@ describe('no lookahead', () => {
       (SELECT count(*) FROM inventory_events${sfx} WHERE ts <= ${T}) AS i, (SELECT count(*) FROM resolutions${sfx} WHERE resolved_at <= ${T}) AS r`;
     expect(await one(upToT(''))).toEqual(await one(upToT('_orig')));
 
-    await runAnalyticsBuild(duckRunner(v.conn), T_MID);
+    await fullBuild(duckRunner(v.conn), T_MID);
     for (const t of A_TABLES) {
       const d = await compare(`${t}_before`, t, KEYS[t]);
       expect(d.na, t).toBeGreaterThan(0);
@@ -230,14 +231,14 @@ describe('no lookahead', () => {
   });
 
   it('a build as of a later T differs (the comparison has teeth)', async () => {
-    await runAnalyticsBuild(duckRunner(v.conn), new Date(T_MID.getTime() + 3 * 86_400_000));
+    await fullBuild(duckRunner(v.conn), new Date(T_MID.getTime() + 3 * 86_400_000));
     for (const t of A_TABLES) {
       const d = await compare(`${t}_before`, t, KEYS[t]);
       expect(d.ab + d.ba + d.differ, t).toBeGreaterThan(0);
     }
     // one millisecond later is enough when a fill lands in it
     const [next] = await v.rows<{ t: Date }>(`SELECT min(ts) AS t FROM fills WHERE ts > ${T}`);
-    await runAnalyticsBuild(duckRunner(v.conn), next!.t);
+    await fullBuild(duckRunner(v.conn), next!.t);
     const d = await compare('a_wallet_metrics_before', 'a_wallet_metrics', KEYS.a_wallet_metrics);
     expect(d.ab + d.ba + d.differ).toBeGreaterThan(0);
   });

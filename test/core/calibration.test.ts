@@ -20,6 +20,7 @@ import { positionsSql } from '../../core/positions.ts';
 import { tsLiteral } from '../../core/query.ts';
 import { queryRows } from '../../data/duckdb.ts';
 import { closeMemoryVenue, openMemoryVenue } from '../helpers/memory-venue.ts';
+import { venueInsert } from '../../data/schema.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // A tiny hand-built venue
@@ -43,24 +44,24 @@ let fillSeq = 0;
 /** A 'mint' fill: the taker buys `outcome` at `price`, the maker (wallet 99) buys the complement at 1 - price. */
 async function insertBuy(wallet: number, market: number, outcome: 0 | 1, price: number, shares: number, at: number, maker = 99) {
   fillSeq++;
-  await conn.run(`INSERT INTO fills VALUES ('0xf${fillSeq}', 0, ${ts(at)}, ${market}, ${outcome}, ${maker}, ${wallet}, 'BUY', 'mint',
+  await conn.run(`${venueInsert('fills')} VALUES ('0xf${fillSeq}', 0, ${ts(at)}, ${market}, ${outcome}, ${maker}, ${wallet}, 'BUY', 'mint',
     ${price}, ${shares}, ${price * shares}, 0, 2, 'ctf')`);
 }
 /** A 'merge' fill: the taker sells `outcome` at `price`, the maker (wallet 99) sells the complement. */
 async function insertSell(wallet: number, market: number, outcome: 0 | 1, price: number, shares: number, at: number, maker = 99) {
   fillSeq++;
-  await conn.run(`INSERT INTO fills VALUES ('0xf${fillSeq}', 0, ${ts(at)}, ${market}, ${outcome}, ${maker}, ${wallet}, 'SELL', 'merge',
+  await conn.run(`${venueInsert('fills')} VALUES ('0xf${fillSeq}', 0, ${ts(at)}, ${market}, ${outcome}, ${maker}, ${wallet}, 'SELL', 'merge',
     ${price}, ${shares}, ${price * shares}, 0, 2, 'ctf')`);
 }
 
 async function resolve(market: number, winner: 'YES' | 'NO' | 'INVALID', at: number) {
   const [num, py, pn, wi] = winner === 'YES' ? ['[1,0]', 1, 0, 0] : winner === 'NO' ? ['[0,1]', 0, 1, 1] : ['[1,1]', 0.5, 0.5, -1];
-  await conn.run(`INSERT INTO resolutions VALUES (${market}, '${winner}', ${wi}, ${num}, ${py}, ${pn}, 2, ${ts(at)}, '0xr${market}')`);
+  await conn.run(`${venueInsert('resolutions')} VALUES (${market}, '${winner}', ${wi}, ${num}, ${py}, ${pn}, 2, ${ts(at)}, '0xr${market}')`);
 }
 
 async function split(wallet: number, market: number, amount: number, at: number) {
   const tx = `0xs${market}_${wallet}`;
-  await conn.run(`INSERT INTO inventory_events VALUES ('${tx}', 0, ${ts(at)}, ${wallet}, 'SPLIT', ${market}, NULL, ${amount}, ${-amount})`);
+  await conn.run(`${venueInsert('inventory_events')} VALUES ('${tx}', 0, ${ts(at)}, ${wallet}, 'SPLIT', ${market}, NULL, ${amount}, ${-amount})`);
   await conn.run(`INSERT INTO inventory_legs VALUES ('${tx}', 0, ${wallet}, ${market}, 0, ${amount}), ('${tx}', 0, ${wallet}, ${market}, 1, ${amount})`);
 }
 
@@ -90,7 +91,7 @@ async function loadInputs(table: string, data: readonly { wallet_id: number; mar
   // chunked VALUES; doubles printed with full precision (JS shortest round-trip repr)
   for (let i = 0; i < data.length; i += 500) {
     const chunk = data.slice(i, i + 500).map((r) => `(${r.wallet_id}, ${r.market_id}, '${r.p}'::DOUBLE, ${r.o})`);
-    await conn.run(`INSERT INTO ${table} VALUES ${chunk.join(',')}`);
+    await conn.run(`${venueInsert(table)} VALUES ${chunk.join(',')}`);
   }
 }
 

@@ -12,6 +12,7 @@ import { duckRunner } from '../../data/runner.ts';
 import { DEMO_VENUE } from '../../data/generator/defaults.ts';
 import { closeMemoryVenue, openMemoryVenue } from '../helpers/memory-venue.ts';
 import { makeVenue, type TestVenue } from '../helpers/venue.ts';
+import { venueInsert } from '../../data/schema.ts';
 
 const HOUR = 3600;
 const MM = 100; // the market maker: counterparty of every fill
@@ -40,7 +41,7 @@ function fillsSql(fills: Fill[]): string {
     }
     return `('0x${(i + 1).toString(16).padStart(64, '0')}', ${i}, ${ts(f.t)}, ${f.m}, ${o}, ${MM}, ${f.w}, '${side}', 'direct', 0.4, 10, 4, 0, 1, 'ctf')`;
   });
-  return `INSERT INTO fills VALUES ${rows.join(',\n')}`;
+  return `${venueInsert('fills')} VALUES ${rows.join(',\n')}`;
 }
 
 describe('lockstep pairs on a hand-built venue', () => {

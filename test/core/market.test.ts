@@ -6,7 +6,7 @@
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAnalyticsBuild } from '../../core/analytics-build.ts';
+import { fullBuild } from '../../core/analytics/build.ts';
 import {
   CONSENSUS_RULE,
   ConsensusHolder,
@@ -32,11 +32,12 @@ import {
   type FlowSide,
 } from '../../core/market.ts';
 import { positionsSql } from '../../core/positions.ts';
-import type { QueryRunner } from '../../core/query.ts';
+import type { ColumnarRunner, QueryRunner } from '../../core/query.ts';
 import { queryRows } from '../../data/duckdb.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { makeVenue, type TestVenue } from '../helpers/venue.ts';
 import { closeMemoryVenue, openMemoryVenue } from '../helpers/memory-venue.ts';
+import { venueInsert } from '../../data/schema.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // A tiny venue in an in-memory DuckDB, with hand-made wallet labels
@@ -44,7 +45,7 @@ import { closeMemoryVenue, openMemoryVenue } from '../helpers/memory-venue.ts';
 
 let instance: DuckDBInstance;
 let conn: DuckDBConnection;
-let db: QueryRunner;
+let db: ColumnarRunner;
 
 const T0 = Date.UTC(2026, 2, 1, 12, 0, 0);
 /** T0 + n minutes, in ms */
@@ -92,7 +93,7 @@ class Venue {
 }
 
 async function insert(table: string, rows: string[]): Promise<void> {
-  if (rows.length) await conn.run(`INSERT INTO ${table} VALUES ${rows.map((r) => `(${r})`).join(',\n')}`);
+  if (rows.length) await conn.run(`${venueInsert(table)} VALUES ${rows.map((r) => `(${r})`).join(',\n')}`);
 }
 
 /**
@@ -521,7 +522,7 @@ function expectNear(got: number, want: number, what: string): void {
 
 describe('on a generated venue after runAnalyticsBuild', () => {
   let v: TestVenue;
-  let vdb: QueryRunner;
+  let vdb: ColumnarRunner;
   const BUILD_T = new Date('2026-10-25T00:00:00Z');
   let busy: number;
   let converted: number;
@@ -529,7 +530,7 @@ describe('on a generated venue after runAnalyticsBuild', () => {
   beforeAll(async () => {
     v = await makeVenue({ wallets: 3000, days: 30, seed: 9 });
     vdb = duckRunner(v.conn);
-    await runAnalyticsBuild(vdb, BUILD_T);
+    await fullBuild(vdb, BUILD_T);
     const [b] = await v.rows<{ market_id: number }>(`SELECT market_id FROM fills
       WHERE ts > TIMESTAMP '2026-10-24' AND ts <= TIMESTAMP '2026-10-25' GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1`);
     busy = b!.market_id;
@@ -577,8 +578,10 @@ describe('on a generated venue after runAnalyticsBuild', () => {
       expect(got.length).toBe(want.length);
       expect(got.length).toBeGreaterThan(50);
       want.forEach((w, i) => {
-        for (const [k, x] of Object.entries(w)) {
-          const y = got[i]![k];
+        // every column the one-market SQL computes (a_positions also carries the stream's alpha partials)
+        for (const [k, y] of Object.entries(got[i]!)) {
+          expect(k in w, k).toBe(true);
+          const x = w[k];
           if (typeof x === 'number') expectNear(y as number, x, `${m} row ${i} ${k}`);
           else expect(y, `${m} row ${i} ${k}`).toEqual(x);
         }

@@ -24,6 +24,7 @@ import {
   type VLeg,
 } from './reference.ts';
 import { closeMemoryVenue, openMemoryVenue } from '../helpers/memory-venue.ts';
+import { venueInsert } from '../../data/schema.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Loading a venue into DuckDB
@@ -47,7 +48,7 @@ const s = (x: string | null) => (x === null ? 'NULL' : `'${x.replaceAll("'", "''
 const hex = (n: number, width: number) => n.toString(16).padStart(width, '0');
 
 async function insert(table: string, rows: string[]): Promise<void> {
-  if (rows.length) await conn.run(`INSERT INTO ${table} VALUES ${rows.map((r) => `(${r})`).join(',\n')}`);
+  if (rows.length) await conn.run(`${venueInsert(table)} VALUES ${rows.map((r) => `(${r})`).join(',\n')}`);
 }
 
 /** Replace the database's venue with v. */

@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAnalyticsBuild } from '../../core/analytics-build.ts';
+import { fullBuild } from '../../core/analytics/build.ts';
 import {
   METRICS,
   METRIC_IDS,
@@ -34,7 +34,7 @@ type Row = Record<string, unknown>;
 
 beforeAll(async () => {
   v = await makeVenue({ wallets: 4000, days: 45, seed: 11 });
-  await runAnalyticsBuild(duckRunner(v.conn), T);
+  await fullBuild(duckRunner(v.conn), T);
 }, 600_000);
 afterAll(async () => v?.cleanup());
 

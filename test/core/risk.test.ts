@@ -9,6 +9,7 @@ import { MIN_RISK_DAYS, dailyReturnsSql, riskStats, walletRiskSql } from '../../
 import { queryRows } from '../../data/duckdb.ts';
 import { closeMemoryVenue, openMemoryVenue } from '../helpers/memory-venue.ts';
 import { dailyReturnsGridSql } from './risk-reference.ts';
+import { venueInsert } from '../../data/schema.ts';
 
 let instance: DuckDBInstance;
 let conn: DuckDBConnection;
@@ -25,9 +26,9 @@ beforeAll(async () => {
   }
   let log = 0;
   const fill = (t: number, m: number, side: 'BUY' | 'SELL', price: number, shares: number) =>
-    conn.run(`INSERT INTO fills VALUES ('0x${(++log).toString(16).padStart(64, '0')}', ${log}, ${ts(t)}, ${m}, 0, 9, 1, '${side}', 'direct',
+    conn.run(`${venueInsert('fills')} VALUES ('0x${(++log).toString(16).padStart(64, '0')}', ${log}, ${ts(t)}, ${m}, 0, 9, 1, '${side}', 'direct',
       '${price}'::DOUBLE, '${shares}'::DOUBLE, '${price * shares}'::DOUBLE, 0, 1, 'ctf')`);
-  const mid = (t: number, m: number, v: number) => conn.run(`INSERT INTO mids VALUES (${m}, 0, ${ts(t)}, '${v}'::DOUBLE)`);
+  const mid = (t: number, m: number, v: number) => conn.run(`${venueInsert('mids')} VALUES (${m}, 0, ${ts(t)}, '${v}'::DOUBLE)`);
   // Market 2 sits at a constant mid of 0.5: wallet 1 buys 1 share at 0.5 on days 2..11 so it is active on 10 days
   // with no P&L from it; each such buy adds $0.50 to that day's capital.
   await mid(day(1), 2, 0.5);
@@ -155,7 +156,7 @@ describe('dailyReturnsSql equals the per-token grid reference', () => {
             resAt.set(i + 1, { at: day(2 + r.d, 12), py, pn, w: wi });
           });
           for (const [m, r] of resAt) {
-            await pc.run(`INSERT INTO resolutions VALUES (${m}, ${r.w === 0 ? "'YES'" : r.w === 1 ? "'NO'" : "'INVALID'"}, ${r.w}, [1, 0], ${r.py}, ${r.pn}, 2, ${ts(r.at)}, '0xr${m}')`);
+            await pc.run(`${venueInsert('resolutions')} VALUES (${m}, ${r.w === 0 ? "'YES'" : r.w === 1 ? "'NO'" : "'INVALID'"}, ${r.w}, [1, 0], ${r.py}, ${r.pn}, 2, ${ts(r.at)}, '0xr${m}')`);
           }
           const seenMid = new Set<string>();
           for (const x of p.mids) {
@@ -163,7 +164,7 @@ describe('dailyReturnsSql equals the per-token grid reference', () => {
             const k = `${x.m}|${x.o}|${at}`;
             if (seenMid.has(k)) continue;
             seenMid.add(k);
-            await pc.run(`INSERT INTO mids VALUES (${x.m}, ${x.o}, ${ts(at)}, ${x.v / 100})`);
+            await pc.run(`${venueInsert('mids')} VALUES (${x.m}, ${x.o}, ${ts(at)}, ${x.v / 100})`);
           }
           // ops in time order; balances per (wallet, token) never go negative
           const ops = [...p.ops].sort((a, b) => a.d - b.d || a.h - b.h);
@@ -181,14 +182,14 @@ describe('dailyReturnsSql equals the per-token grid reference', () => {
               const no = bal.get(key(1)) ?? 0;
               if (y + no <= 0) continue;
               const usdc = y * r.py + no * r.pn;
-              await pc.run(`INSERT INTO inventory_events VALUES ('0xi${n}', ${n}, ${ts(at)}, ${op.w}, 'REDEEM', ${op.m}, NULL, ${usdc}, ${usdc})`);
+              await pc.run(`${venueInsert('inventory_events')} VALUES ('0xi${n}', ${n}, ${ts(at)}, ${op.w}, 'REDEEM', ${op.m}, NULL, ${usdc}, ${usdc})`);
               if (y > 0) await pc.run(`INSERT INTO inventory_legs VALUES ('0xi${n}', ${n}, ${op.w}, ${op.m}, 0, ${-y})`);
               if (no > 0) await pc.run(`INSERT INTO inventory_legs VALUES ('0xi${n}', ${n}, ${op.w}, ${op.m}, 1, ${-no})`);
               bal.set(key(0), 0);
               bal.set(key(1), 0);
             } else if (op.kind === 0) {
               // split: q USDC into q YES + q NO
-              await pc.run(`INSERT INTO inventory_events VALUES ('0xi${n}', ${n}, ${ts(at)}, ${op.w}, 'SPLIT', ${op.m}, NULL, ${op.q}, ${-op.q})`);
+              await pc.run(`${venueInsert('inventory_events')} VALUES ('0xi${n}', ${n}, ${ts(at)}, ${op.w}, 'SPLIT', ${op.m}, NULL, ${op.q}, ${-op.q})`);
               for (const o of [0, 1]) {
                 await pc.run(`INSERT INTO inventory_legs VALUES ('0xi${n}', ${n}, ${op.w}, ${op.m}, ${o}, ${op.q})`);
                 bal.set(key(o), (bal.get(key(o)) ?? 0) + op.q);
@@ -197,7 +198,7 @@ describe('dailyReturnsSql equals the per-token grid reference', () => {
               const sell = op.kind >= 7 && held > 0;
               const q = sell ? Math.min(held, op.q) : op.q;
               const px = op.px / 100;
-              await pc.run(`INSERT INTO fills VALUES ('0xf${n}', ${n}, ${ts(at)}, ${op.m}, ${op.o}, 9, ${op.w}, '${sell ? 'SELL' : 'BUY'}', 'direct',
+              await pc.run(`${venueInsert('fills')} VALUES ('0xf${n}', ${n}, ${ts(at)}, ${op.m}, ${op.o}, 9, ${op.w}, '${sell ? 'SELL' : 'BUY'}', 'direct',
                 ${px}, ${q}, ${px * q}, ${(op.kind % 3) * 0.001 * q}, 1, 'ctf')`);
               bal.set(key(op.o), held + (sell ? -q : q));
             }

@@ -23,6 +23,7 @@ import {
 import { SMART_MONEY_TAGS } from '../../core/tags.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { closeMemoryVenue, openMemoryVenue } from '../helpers/memory-venue.ts';
+import { venueInsert } from '../../data/schema.ts';
 
 let instance: DuckDBInstance;
 let conn: DuckDBConnection;
@@ -61,7 +62,7 @@ interface Venue {
 }
 
 async function insert(table: string, rows: string[]): Promise<void> {
-  if (rows.length) await conn.run(`INSERT INTO ${table} VALUES ${rows.map((r) => `(${r})`).join(',\n')}`);
+  if (rows.length) await conn.run(`${venueInsert(table)} VALUES ${rows.map((r) => `(${r})`).join(',\n')}`);
 }
 
 async function load(v: Venue): Promise<void> {

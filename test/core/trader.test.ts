@@ -6,8 +6,8 @@
 import { createHash } from 'node:crypto';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAnalyticsBuild } from '../../core/analytics-build.ts';
-import type { QueryRunner } from '../../core/query.ts';
+import { fullBuild } from '../../core/analytics/build.ts';
+import type { ColumnarRunner, QueryRunner } from '../../core/query.ts';
 import {
   ActivityItem,
   CopyFitness,
@@ -30,6 +30,7 @@ import {
 import { duckRunner } from '../../data/runner.ts';
 import { makeVenue, type TestVenue } from '../helpers/venue.ts';
 import { closeMemoryVenue, openMemoryVenue } from '../helpers/memory-venue.ts';
+import { venueInsert } from '../../data/schema.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // A tiny venue builder (times in epoch ms) and its loader into an in-memory DuckDB
@@ -98,7 +99,7 @@ class V {
 
 let instance: DuckDBInstance;
 let conn: DuckDBConnection;
-let db: QueryRunner;
+let db: ColumnarRunner;
 
 beforeAll(async () => {
   ({ instance, conn } = await openMemoryVenue());
@@ -113,7 +114,7 @@ const ts = (ms: number) => `make_timestamp(${ms * 1000}::BIGINT)`;
 const s = (x: string | null) => (x === null ? 'NULL' : `'${x.replaceAll("'", "''")}'`);
 
 async function insert(table: string, rows: string[]): Promise<void> {
-  if (rows.length) await conn.run(`INSERT INTO ${table} VALUES ${rows.map((r) => `(${r})`).join(',\n')}`);
+  if (rows.length) await conn.run(`${venueInsert(table)} VALUES ${rows.map((r) => `(${r})`).join(',\n')}`);
 }
 
 async function load(v: V): Promise<void> {
@@ -705,12 +706,12 @@ describe('verdict rules', () => {
 
 describe('generated venue (3,000 wallets, 30 days)', () => {
   let v: TestVenue;
-  let gdb: QueryRunner;
+  let gdb: ColumnarRunner;
   const END = new Date('2026-11-01T00:00:00Z');
   beforeAll(async () => {
     v = await makeVenue({ wallets: 3000, days: 30, seed: 13 });
     gdb = duckRunner(v.conn);
-    await runAnalyticsBuild(gdb, END);
+    await fullBuild(gdb, END);
   });
   afterAll(async () => v?.cleanup());
 

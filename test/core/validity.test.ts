@@ -6,7 +6,7 @@
  * statistic on this population (the noise ceiling below).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAnalyticsBuild } from '../../core/analytics-build.ts';
+import { fullBuild } from '../../core/analytics/build.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { validityReport, type ValidityReport } from '../../data/analytics/validity.ts';
 import { DEMO_VENUE } from '../../data/generator/defaults.ts';
@@ -17,7 +17,7 @@ let report: ValidityReport;
 
 beforeAll(async () => {
   v = await makeVenue({ wallets: DEMO_VENUE.wallets, days: DEMO_VENUE.days, seed: DEMO_VENUE.seed });
-  await runAnalyticsBuild(duckRunner(v.conn), new Date('2026-10-31T23:59:59Z'));
+  await fullBuild(duckRunner(v.conn), new Date('2026-10-31T23:59:59Z'));
   report = await validityReport(duckRunner(v.conn));
   console.log(JSON.stringify(report));
 }, 600_000);

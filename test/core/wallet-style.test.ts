@@ -5,8 +5,8 @@
  */
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAnalyticsBuild } from '../../core/analytics-build.ts';
-import type { QueryRunner } from '../../core/query.ts';
+import { fullBuild } from '../../core/analytics/build.ts';
+import type { ColumnarRunner, QueryRunner } from '../../core/query.ts';
 import { copyFitness, holdEpisodesSql, traderCalibration, verdictFor } from '../../core/trader.ts';
 import {
   BEST_CATEGORY_MIN_MARKETS,
@@ -18,6 +18,7 @@ import {
 import { duckRunner } from '../../data/runner.ts';
 import { closeMemoryVenue, openMemoryVenue } from '../helpers/memory-venue.ts';
 import { makeVenue, type TestVenue } from '../helpers/venue.ts';
+import { venueInsert } from '../../data/schema.ts';
 
 async function runStyleSteps(db: QueryRunner, asOf: Date): Promise<void> {
   for (const step of styleBuildSteps(asOf)) await db.run(step.sql);
@@ -29,13 +30,13 @@ async function runStyleSteps(db: QueryRunner, asOf: Date): Promise<void> {
 
 describe('generated venue (3,000 wallets, 30 days)', () => {
   let v: TestVenue;
-  let db: QueryRunner;
+  let db: ColumnarRunner;
   // a few days before the venue's end: fills, inventory and resolutions after T exist and must be ignored
   const T = new Date('2026-10-28T12:00:00Z');
   beforeAll(async () => {
     v = await makeVenue({ wallets: 3000, days: 30, seed: 7 });
     db = duckRunner(v.conn);
-    await runAnalyticsBuild(db, T, undefined, { rankings: false });
+    await fullBuild(db, T, { rankings: false });
     await runStyleSteps(db, T);
   });
   afterAll(async () => v?.cleanup());
@@ -205,7 +206,7 @@ function tsSql(t: Date): string {
 describe('best category on a hand-built venue', () => {
   let instance: DuckDBInstance;
   let conn: DuckDBConnection;
-  let db: QueryRunner;
+  let db: ColumnarRunner;
   const day = (d: number, h = 0) => Date.UTC(2026, 0, d, h);
   const ts = (ms: number) => `make_timestamp(${ms * 1000}::BIGINT)`;
   const T = new Date(day(20));
@@ -225,7 +226,7 @@ describe('best category on a hand-built venue', () => {
       conn.run(`INSERT INTO markets VALUES (${m}, '0x${String(m).padStart(64, '0')}', '0x${String(m).padStart(64, '0')}', NULL, 'Q${m}?', 'q${m}', '${category}',
         '${m}00', '${m}01', false, NULL, ${ts(day(1))}, ${ts(day(1))}, ${ts(day(30))}, NULL, ${liquidity}, 0, 'synthetic')`);
     const resolve = (m: number, winner: 'YES' | 'INVALID', t: number) =>
-      conn.run(`INSERT INTO resolutions VALUES (${m}, '${winner}', ${winner === 'YES' ? 0 : -1}, ${winner === 'YES' ? '[1, 0]' : '[1, 1]'},
+      conn.run(`${venueInsert('resolutions')} VALUES (${m}, '${winner}', ${winner === 'YES' ? 0 : -1}, ${winner === 'YES' ? '[1, 0]' : '[1, 1]'},
         ${winner === 'YES' ? 1 : 0.5}, ${winner === 'YES' ? 0 : 0.5}, 2, ${ts(t)}, '0x${String(m).padStart(64, 'f')}')`);
     for (const m of [...SPORTS, 13]) await market(m, 'sports');
     for (const m of POLITICS) await market(m, 'politics');
@@ -243,11 +244,11 @@ describe('best category on a hand-built venue', () => {
     let log = 0;
     // the wallet takes 100 shares of a token at 0.50; wallet 99 is the maker, minting (it buys the complement)
     const buy = (w: number, m: number, token: 'YES' | 'NO', t: number, price = 0.5) =>
-      conn.run(`INSERT INTO fills VALUES ('0x${(++log).toString(16).padStart(64, '0')}', ${log}, ${ts(t)}, ${m}, ${token === 'YES' ? 0 : 1}, 99, ${w}, 'BUY', 'mint',
+      conn.run(`${venueInsert('fills')} VALUES ('0x${(++log).toString(16).padStart(64, '0')}', ${log}, ${ts(t)}, ${m}, ${token === 'YES' ? 0 : 1}, 99, ${w}, 'BUY', 'mint',
         ${price}, 100, ${price * 100}, 0, 1, 'ctf')`);
     // ... and sells 100 YES at 0.55 to wallet 99 (direct: the maker buys them)
     const sell = (w: number, m: number, t: number) =>
-      conn.run(`INSERT INTO fills VALUES ('0x${(++log).toString(16).padStart(64, '0')}', ${log}, ${ts(t)}, ${m}, 0, 99, ${w}, 'SELL', 'direct',
+      conn.run(`${venueInsert('fills')} VALUES ('0x${(++log).toString(16).padStart(64, '0')}', ${log}, ${ts(t)}, ${m}, 0, 99, ${w}, 'SELL', 'direct',
         0.55, 100, 55, 0, 1, 'ctf')`);
     // a market list won on its first k and lost on the rest (all resolve YES: buying NO loses)
     const book = async (w: number, markets: number[], wins: number, t: number) => {
@@ -278,15 +279,15 @@ describe('best category on a hand-built venue', () => {
     }
     for (const m of range(70, 80)) await buy(6, m, 'YES', day(6));
     // ... and splits in market 70 after T: its two-sided share at T stays 0
-    await conn.run(`INSERT INTO inventory_events VALUES ('0x${'d'.repeat(64)}', 0, ${ts(day(21))}, 6, 'SPLIT', 70, NULL, 10, -10)`);
+    await conn.run(`${venueInsert('inventory_events')} VALUES ('0x${'d'.repeat(64)}', 0, ${ts(day(21))}, 6, 'SPLIT', 70, NULL, 10, -10)`);
     await conn.run(`INSERT INTO inventory_legs VALUES ('0x${'d'.repeat(64)}', 0, 6, 70, 0, 10), ('0x${'d'.repeat(64)}', 0, 6, 70, 1, 10)`);
     // wallet 8: politics 8 of 10 at 0.50 (z = -1.897, skew 0, deviate 1.897) and culture longshots, 3 of 10 at 0.10:
     //   z = (1 - 3) / sqrt(10 * 0.09) = -2.108 ranks first; its skew-corrected deviate (1.62) would not
     await book(8, POLITICS, 8, day(2, 4));
     for (const [i, m] of range(90, 99).entries()) await buy(8, m, i < 3 ? 'YES' : 'NO', day(2, 4), 0.1);
-    await conn.run(`INSERT INTO inventory_events VALUES ('0x${'e'.repeat(64)}', 0, ${ts(day(7))}, 7, 'SPLIT', 60, NULL, 10, -10)`);
+    await conn.run(`${venueInsert('inventory_events')} VALUES ('0x${'e'.repeat(64)}', 0, ${ts(day(7))}, 7, 'SPLIT', 60, NULL, 10, -10)`);
     await conn.run(`INSERT INTO inventory_legs VALUES ('0x${'e'.repeat(64)}', 0, 7, 60, 0, 10), ('0x${'e'.repeat(64)}', 0, 7, 60, 1, 10)`);
-    await runAnalyticsBuild(db, T, undefined, { rankings: false });
+    await fullBuild(db, T, { rankings: false });
     await runStyleSteps(db, T);
   });
   afterAll(() => closeMemoryVenue(conn, instance));

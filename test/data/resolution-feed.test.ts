@@ -22,6 +22,7 @@ import { assignTraceId, errorHandler, notFound } from '../../web-api/errors.ts';
 import { principalFor } from '../../web-api/principal.ts';
 import { ResolutionsPage, resolutionsOpenApiPaths, resolutionsOpenApiSchemas, resolutionsRouter } from '../../web-api/resolutions.ts';
 import { closeMemoryVenue, openMemoryVenue } from '../helpers/memory-venue.ts';
+import { venueInsert } from '../../data/schema.ts';
 
 const T0 = Date.UTC(2026, 9, 1);
 const HOUR = 3_600_000;
@@ -58,7 +59,7 @@ class Venue {
     const idx = winner === 'YES' ? 0 : winner === 'NO' ? 1 : -1;
     const [y, n] = winner === 'YES' ? [1, 0] : winner === 'NO' ? [0, 1] : [1, 1];
     await this.conn.run(
-      `INSERT INTO resolutions VALUES ($1, $2, $3, [$4, $5]::INTEGER[], $6, $7, 2, make_timestamp($8::BIGINT * 1000), $9)`,
+      `${venueInsert('resolutions')} VALUES ($1, $2, $3, [$4, $5]::INTEGER[], $6, $7, 2, make_timestamp($8::BIGINT * 1000), $9)`,
       [m, winner, idx, y, n, y / (y + n), n / (y + n), resolvedMs, `0x${hex(m * 7 + 3, 64)}`],
     );
   }

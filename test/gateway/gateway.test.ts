@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPaymentHeader, preparePaymentHeader, signPaymentHeader } from 'x402/client';
 import type { PaymentRequirements as X402Requirements } from 'x402/types';
 import { wrapFetchWithPayment } from 'x402-fetch';
-import { runAnalyticsBuild } from '../../core/analytics-build.ts';
+import { fullBuild } from '../../core/analytics/build.ts';
 import { PaymentLedger } from '../../data/payment-ledger.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { SnapshotStore } from '../../data/snapshot-store.ts';
@@ -44,7 +44,7 @@ let conditionId: string;
 beforeAll(async () => {
   [chain, v] = await Promise.all([startLocalChain(), makeVenue({ wallets: 2000, days: 30, seed: 5 })]);
   const asOf = new Date('2026-10-31T23:59:59Z');
-  await runAnalyticsBuild(duckRunner(v.conn), asOf);
+  await fullBuild(duckRunner(v.conn), asOf);
   payer = (await chain.newPayer(1_000_000n)).account; // $1
   const [w] = await v.rows<{ address: string }>(`SELECT w.address FROM a_board b JOIN wallets w USING (wallet_id) WHERE b.preset = 'top-pnl' ORDER BY b.rank LIMIT 1`);
   trader = w!.address;

@@ -5,7 +5,7 @@
  */
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAnalyticsBuild } from '../../core/analytics-build.ts';
+import { fullBuild } from '../../core/analytics/build.ts';
 import { PRESETS } from '../../core/rankings.ts';
 import { traderTid } from '../../core/trader.ts';
 import { openDuckDB, queryRows } from '../../data/duckdb.ts';
@@ -36,7 +36,7 @@ beforeAll(async () => {
   const markets = await loadGammaMarkets(conn, world.gammaMarkets);
   expect(markets.inserted).toBe(world.gammaMarkets.length);
   report = await loadDataApiTrades(conn, world.trades);
-  await runAnalyticsBuild(duckRunner(conn), AS_OF);
+  await fullBuild(duckRunner(conn), AS_OF);
   walletIds = new Set((await queryRows<{ wallet_id: number }>(conn, 'SELECT wallet_id FROM wallets')).map((r) => r.wallet_id));
   app = await startApp(duckRunner(conn), { now: () => AS_OF });
   proKey = app.keyFor('pro').key;

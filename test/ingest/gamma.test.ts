@@ -56,7 +56,7 @@ describe('loadGammaMarkets', () => {
     expect(markets[3]).toMatchObject({ market_id: 4, event_id: null, category: 'crypto', volume_usdc: 12000.25, liquidity_usdc: null });
     expect(markets[4]).toMatchObject({ market_id: 5, category: 'weather', closed_at: d('2026-06-20T00:00:05Z') });
 
-    expect(await queryRows(conn, 'SELECT * FROM resolutions ORDER BY market_id')).toEqual([
+    expect(await queryRows(conn, 'SELECT * EXCLUDE (seq) FROM resolutions ORDER BY market_id')).toEqual([
       { market_id: 2, winner: 'YES', winner_index: 0, payout_numerators: [1, 0], payout_yes: 1, payout_no: 0, outcome_slot_count: 2, resolved_at: d('2026-05-29T20:01:13Z'), tx_hash: '' },
       { market_id: 3, winner: 'NO', winner_index: 1, payout_numerators: [0, 1], payout_yes: 0, payout_no: 1, outcome_slot_count: 2, resolved_at: d('2026-05-03T02:41:00Z'), tx_hash: '' },
       { market_id: 4, winner: 'INVALID', winner_index: -1, payout_numerators: [1, 1], payout_yes: 0.5, payout_no: 0.5, outcome_slot_count: 2, resolved_at: d('2026-06-01T10:00:00Z'), tx_hash: '' },

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runAnalyticsBuild } from '../../core/analytics-build.ts';
+import { fullBuild } from '../../core/analytics/build.ts';
 import { positionsSql } from '../../core/positions.ts';
 import { openVenueDb } from '../../data/analytics/open.ts';
 import { openDuckDB } from '../../data/duckdb.ts';
@@ -20,7 +20,7 @@ import { loadOrderFilledLogs } from '../../data/ingest/order-filled.ts';
 import { PLACEHOLDER_ADDRESSES, ZERO_ADDRESS, isPlaceholder, placeholderAddresses } from '../../data/ingest/placeholders.ts';
 import { DEFAULT_CHAIN_CONFIG, chainConfig, parseLogsFile, type RpcLogInput } from '../../data/ingest/rpc-log.ts';
 import { duckRunner } from '../../data/runner.ts';
-import { createVenueSchema, migrateVenue } from '../../data/schema.ts';
+import { createVenueSchema, migrateVenue, venueInsert } from '../../data/schema.ts';
 import { CTF, EXCHANGE_V1, EXCHANGE_V2, M, NEG_RISK_ADAPTER, NEG_RISK_EXCHANGE_V1, W, address, tx } from '../fixtures/ingest/world.ts';
 import { AS_OF, dataApiWorld } from './data-api-world.ts';
 import { count, fixture, memoryVenue, queryRows } from './helpers.ts';
@@ -206,13 +206,14 @@ describe('migrating a database written by the old code', () => {
     await conn.run(`INSERT INTO wallets VALUES (1, '${ZERO_ADDRESS}', NULL, 'Unknown-Counterparty', NULL, false), (2, '${W.alice}', NULL, 'A-B', NULL, false),
       (3, '${W.bob}', NULL, 'C-D', NULL, false), (4, '${lower(NEG_RISK_ADAPTER)}', NULL, 'E-F', NULL, false)`);
     const fill = (t: string, maker: number, taker: number) => `('${tx(t)}', -1, TIMESTAMP '2026-05-01 00:00:00', 1, 0, ${maker}, ${taker}, 'BUY', 'direct', 0.5, 10, 5, 0, 1, 'ctf')`;
-    await conn.run(`INSERT INTO fills VALUES ${[fill('m1', 1, 2), fill('m2', 1, 3), fill('m3', 3, 2), fill('m4', 4, 4)].join(', ')}`);
-    await conn.run(`INSERT INTO inventory_events VALUES ('${tx('i1')}', -5, TIMESTAMP '2026-05-01 00:00:00', 4, 'SPLIT', 1, NULL, 3, -3), ('${tx('i2')}', -6, TIMESTAMP '2026-05-01 00:00:00', 2, 'SPLIT', 1, NULL, 3, -3)`);
+    await conn.run(`${venueInsert('fills')} VALUES ${[fill('m1', 1, 2), fill('m2', 1, 3), fill('m3', 3, 2), fill('m4', 4, 4)].join(', ')}`);
+    await conn.run(`${venueInsert('inventory_events')} VALUES ('${tx('i1')}', -5, TIMESTAMP '2026-05-01 00:00:00', 4, 'SPLIT', 1, NULL, 3, -3), ('${tx('i2')}', -6, TIMESTAMP '2026-05-01 00:00:00', 2, 'SPLIT', 1, NULL, 3, -3)`);
     await conn.run(`INSERT INTO inventory_legs VALUES ('${tx('i1')}', -5, 4, 1, 0, 3), ('${tx('i1')}', -5, 4, 1, 1, 3), ('${tx('i2')}', -6, 2, 1, 0, 3)`);
     expect(await count(conn, 'fill_legs')).toBe(8);
 
     const migration = await createVenueSchema(conn);
-    expect(migration).toEqual({ nullableColumns: ['maker_id', 'taker_id'], removedWallets: [ZERO_ADDRESS, lower(NEG_RISK_ADAPTER)], partiesCleared: 4 });
+    // the old tables also lack the arrival batch (seq), which the migration adds
+    expect(migration).toEqual({ seqAdded: ['fills', 'inventory_events'], nullableColumns: ['maker_id', 'taker_id'], removedWallets: [ZERO_ADDRESS, lower(NEG_RISK_ADAPTER)], partiesCleared: 4 });
     expect(await nullability(conn)).toEqual([{ column_name: 'maker_id', is_nullable: 'YES' }, { column_name: 'taker_id', is_nullable: 'YES' }]);
     const parties = await queryRows<{ tx_hash: string; maker_id: number | null; taker_id: number | null }>(conn, `SELECT tx_hash, maker_id, taker_id FROM fills`);
     expect(Object.fromEntries(parties.map((r) => [r.tx_hash, [r.maker_id, r.taker_id]]))).toEqual({
@@ -228,8 +229,8 @@ describe('migrating a database written by the old code', () => {
     expect(await count(conn, 'fill_legs', 'wallet_id IS NULL')).toBe(0);
     expect(await count(conn, 'fills')).toBe(4);
 
-    expect(await createVenueSchema(conn)).toEqual({ nullableColumns: [], removedWallets: [], partiesCleared: 0 });
-    expect(await migrateVenue(conn)).toEqual({ nullableColumns: [], removedWallets: [], partiesCleared: 0 });
+    expect(await createVenueSchema(conn)).toEqual({ seqAdded: [], nullableColumns: [], removedWallets: [], partiesCleared: 0 });
+    expect(await migrateVenue(conn)).toEqual({ seqAdded: [], nullableColumns: [], removedWallets: [], partiesCleared: 0 });
   });
 
   it('an old data-api venue opened for the analytics is cleaned first: the zero address it once ranked is gone', async () => {
@@ -249,7 +250,7 @@ describe('migrating a database written by the old code', () => {
       await conn.run(`ALTER TABLE fills ALTER COLUMN taker_id SET NOT NULL`);
       await conn.run(OLD_FILL_LEGS);
       // what issue 20 reported: the stand-in has every trade and is ranked
-      await runAnalyticsBuild(duckRunner(conn), AS_OF);
+      await fullBuild(duckRunner(conn), AS_OF);
       const [zero] = await queryRows<{ n: number }>(conn, `SELECT count(*)::INTEGER AS n FROM a_board WHERE address = '${ZERO_ADDRESS}'`);
       expect(zero!.n).toBeGreaterThan(0);
       conn.closeSync();
@@ -258,7 +259,7 @@ describe('migrating a database written by the old code', () => {
     const { instance, conn, migration } = await openVenueDb({ db: path });
     try {
       expect(migration).toMatchObject({ nullableColumns: ['maker_id', 'taker_id'], removedWallets: [ZERO_ADDRESS], partiesCleared: world.trades.length });
-      await runAnalyticsBuild(duckRunner(conn), AS_OF);
+      await fullBuild(duckRunner(conn), AS_OF);
       expect(await count(conn, 'wallets')).toBe(world.wallets.length);
       expect(await count(conn, 'fills', 'maker_id IS NULL')).toBe(world.trades.length);
       const boards = await queryRows<{ address: string }>(conn, `SELECT DISTINCT lower(address) AS address FROM a_board`);

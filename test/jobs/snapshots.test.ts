@@ -13,6 +13,7 @@ import { computeDaySnapshots, currentCatalog, snapshotDay } from '../../jobs/sna
 import { openDuckDB } from '../../data/duckdb.ts';
 import { attachVenue } from '../../data/venue.ts';
 import { makeVenue, type TestVenue } from '../helpers/venue.ts';
+import { venueInsert } from '../../data/schema.ts';
 
 let v: TestVenue;
 let dir: string;
@@ -53,7 +54,7 @@ describe('preset snapshots', () => {
     expect(bytes(fromCut)).toBe(bytes(first));
 
     // later data arrives (fills after the day, a later resolution): recomputing the past day changes nothing
-    await v.conn.run(`INSERT INTO fills SELECT tx_hash || 'x', log_index, ts + INTERVAL 3 DAY, market_id, outcome_index, maker_id, taker_id, side, match_type,
+    await v.conn.run(`${venueInsert('fills')} SELECT tx_hash || 'x', log_index, ts + INTERVAL 3 DAY, market_id, outcome_index, maker_id, taker_id, side, match_type,
       price, shares * 7, size_usdc * 7, fee_usdc, exchange_version, exchange_kind FROM fills WHERE ts > ${T} - INTERVAL 1 DAY AND ts <= ${T}`);
     const again = await computeDaySnapshots(v.instance, catalog, DAY);
     expect(bytes(again)).toBe(bytes(first));

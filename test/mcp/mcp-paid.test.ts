@@ -22,7 +22,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPaymentHeader } from 'x402/client';
 import type { PaymentRequirements as X402Requirements } from 'x402/types';
-import { runAnalyticsBuild } from '../../core/analytics-build.ts';
+import { fullBuild } from '../../core/analytics/build.ts';
 import { AccountStore } from '../../data/account-store.ts';
 import { PaymentLedger } from '../../data/payment-ledger.ts';
 import { duckRunner } from '../../data/runner.ts';
@@ -51,7 +51,7 @@ let conditionId: string;
 beforeAll(async () => {
   [chain, v] = await Promise.all([startLocalChain(), makeVenue({ wallets: 1500, days: 30, seed: 9 })]);
   const asOf = new Date('2026-10-31T23:59:59Z');
-  await runAnalyticsBuild(duckRunner(v.conn), asOf);
+  await fullBuild(duckRunner(v.conn), asOf);
   const [w] = await v.rows<{ address: string }>(`SELECT w.address FROM a_board b JOIN wallets w USING (wallet_id) WHERE b.preset = 'top-pnl' ORDER BY b.rank LIMIT 1`);
   trader = w!.address;
   const [m] = await v.rows<{ condition_id: string }>(`SELECT condition_id FROM markets ORDER BY market_id LIMIT 1`);

@@ -18,8 +18,8 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import express from 'express';
 import { getAddress } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAnalyticsBuild } from '../../core/analytics-build.ts';
-import type { QueryRunner } from '../../core/query.ts';
+import { fullBuild } from '../../core/analytics/build.ts';
+import type { ColumnarRunner, QueryRunner } from '../../core/query.ts';
 import { PRESETS } from '../../core/rankings.ts';
 import { AccountStore } from '../../data/account-store.ts';
 import { openDuckDB } from '../../data/duckdb.ts';
@@ -35,7 +35,7 @@ const TID_KEY = 'mcp-test-tid-key-0123456789abcdef';
 const PRICES = { ...DEFAULT_TOOL_PRICES };
 
 let v: TestVenue;
-let db: QueryRunner;
+let db: ColumnarRunner;
 let local: Client;
 let dir: string;
 let accounts: AccountStore;
@@ -147,7 +147,7 @@ async function fails(c: Client, name: ToolName, args: Record<string, unknown>): 
 beforeAll(async () => {
   v = await makeVenue({ wallets: 3000, days: 30, seed: 3 });
   db = duckRunner(v.conn);
-  await runAnalyticsBuild(db, BUILD_AS_OF);
+  await fullBuild(db, BUILD_AS_OF);
 
   const s = createMcpServer({ db, now: () => NOW, tidKey: TID_KEY, prices: PRICES, authorize: openAccess });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
@@ -578,7 +578,7 @@ describe('stdio', () => {
     const file = join(dir, 'venue.duckdb');
     const { instance, conn } = await openDuckDB({ path: file, threads: 2 });
     await attachVenue(conn, join(v.dir, 'venue'), { materialize: true });
-    await runAnalyticsBuild(duckRunner(conn), BUILD_AS_OF);
+    await fullBuild(duckRunner(conn), BUILD_AS_OF);
     conn.closeSync();
     instance.closeSync();
 

@@ -12,9 +12,9 @@ import fc from 'fast-check';
 import { getAddress } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { runAnalyticsBuild } from '../../core/analytics-build.ts';
+import { fullBuild } from '../../core/analytics/build.ts';
 import { PUBLIC_BOARD, TidIndex } from '../../core/public.ts';
-import { tsLiteral, type QueryRunner } from '../../core/query.ts';
+import { tsLiteral, type ColumnarRunner, type QueryRunner } from '../../core/query.ts';
 import { traderTid } from '../../core/trader.ts';
 import { duckRunner } from '../../data/runner.ts';
 import type { AccountDirectory, FoundingStatus, ProxyClaim } from '../../web-api/directory.ts';
@@ -30,7 +30,7 @@ const TID_KEY = 'public-routes-test-key-0123456789';
 const IDLE = '0x00000000000000000000000000000000000000aa';
 
 let v: TestVenue;
-let db: QueryRunner;
+let db: ColumnarRunner;
 let server: Server;
 let base: string;
 let addresses: string[] = [];
@@ -54,7 +54,7 @@ function testDirectory(claims: Map<string, ProxyClaim>): AccountDirectory {
 beforeAll(async () => {
   v = await makeVenue({ wallets: 3000, days: 30, seed: 3 });
   db = duckRunner(v.conn);
-  await runAnalyticsBuild(db, AS_OF);
+  await fullBuild(db, AS_OF);
   await db.run(`INSERT INTO wallets VALUES ((SELECT max(wallet_id) + 1 FROM wallets), '${IDLE}', NULL, 'Idle-Wallet', NULL, false)`);
   addresses = (await db.all<{ address: string }>(`SELECT address FROM wallets`)).map((r) => r.address.toLowerCase());
   const [top] = await db.all<{ address: string }>(`SELECT address FROM a_board WHERE preset = '${PUBLIC_BOARD}' AND rank = 2`);

@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAnalyticsBuild } from '../../core/analytics-build.ts';
+import { fullBuild } from '../../core/analytics/build.ts';
 import { PRESETS, RankingResponse } from '../../core/rankings.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
@@ -22,7 +22,7 @@ let clock = new Date('2026-11-01T00:00:00Z');
 
 beforeAll(async () => {
   v = await makeVenue({ wallets: 3000, days: 30, seed: 3 });
-  await runAnalyticsBuild(duckRunner(v.conn), new Date('2026-10-31T23:59:59Z'));
+  await fullBuild(duckRunner(v.conn), new Date('2026-10-31T23:59:59Z'));
   t = await startApp(duckRunner(v.conn), { now: () => clock, rateRules: {} });
   base = t.base;
   freeKey = t.keyFor('free').key;

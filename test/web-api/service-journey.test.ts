@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { createSiweMessage } from 'viem/siwe';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { runAnalyticsBuild } from '../../core/analytics-build.ts';
+import { fullBuild } from '../../core/analytics/build.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { runAdmin } from '../../scripts/admin.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
@@ -25,7 +25,7 @@ beforeAll(async () => {
   const [w] = await v.rows<{ wallet_id: number }>(`SELECT taker_id AS wallet_id FROM fills GROUP BY 1 ORDER BY count(*) DESC LIMIT 1`);
   proxy = signer.address.toLowerCase();
   await v.conn.run(`UPDATE wallets SET address = '${proxy}' WHERE wallet_id = ${w!.wallet_id}`);
-  await runAnalyticsBuild(duckRunner(v.conn), new Date('2026-10-31T23:59:59Z'));
+  await fullBuild(duckRunner(v.conn), new Date('2026-10-31T23:59:59Z'));
   t = await startApp(duckRunner(v.conn));
 }, 600_000);
 afterAll(async () => {

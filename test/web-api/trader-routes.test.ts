@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAnalyticsBuild } from '../../core/analytics-build.ts';
+import { fullBuild } from '../../core/analytics/build.ts';
 import type { PlanId } from '../../core/plans.ts';
 import { CopyFitness, TraderActivity, TraderCalibration, TraderCalibrationBin, TraderPosition, TraderPositions } from '../../core/trader.ts';
 import { duckRunner } from '../../data/runner.ts';
@@ -18,6 +18,7 @@ import { assignTraceId, errorHandler, notFound } from '../../web-api/errors.ts';
 import { principalFor } from '../../web-api/principal.ts';
 import { traderOpenApiPaths, traderOpenApiSchemas, traderRouter } from '../../web-api/traders.ts';
 import { makeVenue, type TestVenue } from '../helpers/venue.ts';
+import { venueInsert } from '../../data/schema.ts';
 
 const NOW = new Date('2026-11-01T00:00:00Z');
 const lit = (d: Date) => `make_timestamp(${d.getTime() * 1000}::BIGINT)`;
@@ -60,8 +61,8 @@ beforeAll(async () => {
      GROUP BY ALL HAVING max(f.ts) < TIMESTAMP '${VOID_AT}' ORDER BY count(DISTINCT f.taker_id) DESC, f.market_id LIMIT 1`,
   );
   voidCondition = vm!.condition_id;
-  await v.conn.run(`INSERT INTO resolutions VALUES (${vm!.market_id}, 'INVALID', -1, [1, 1]::INTEGER[], 0.5, 0.5, 2, TIMESTAMP '${VOID_AT}', '0x${'e'.repeat(64)}')`);
-  await runAnalyticsBuild(duckRunner(v.conn), new Date('2026-10-31T23:59:59Z'));
+  await v.conn.run(`${venueInsert('resolutions')} VALUES (${vm!.market_id}, 'INVALID', -1, [1, 1]::INTEGER[], 0.5, 0.5, 2, TIMESTAMP '${VOID_AT}', '0x${'e'.repeat(64)}')`);
+  await fullBuild(duckRunner(v.conn), new Date('2026-10-31T23:59:59Z'));
 
   const one = async (sql: string) => ((await v.rows<{ a: string }>(sql))[0]?.a ?? null) as string | null;
   W = {

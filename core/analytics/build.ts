@@ -1,0 +1,375 @@
+/**
+ * The full analytics build as of T: legs in stream order, one pass of the position stream over every position,
+ * then the per-wallet tables, the cohort-wide step and the rankings. A refresh (refresh.ts) runs the same steps on
+ * the positions and wallets that changed; both go through the statements of the metric-family modules, so a refresh
+ * and a rebuild agree.
+ *
+ * Order and tables:
+ *  legs          a_legs (legs.ts)                     — every leg, sorted for the stream
+ *  marks         a_marks                              — latest mid per token at T (MidIndex)
+ *  stream        a_positions, a_holds, a_risk_daily, a_risk_pos (position-stream.ts, positions.ts, risk.ts)
+ *  wallets       a_features, a_alpha, a_pnl, a_calibration, a_style, a_category, a_best_category (wallets.ts)
+ *  risk          a_risk (risk.ts statistics over the window's rows)
+ *  metrics       a_wallet_metrics (cohort.ts: tags, percentiles)
+ *  rankings      a_clusters, a_rank_base, a_board, a_board_meta (clusters.ts, rankings.ts)
+ *  meta          a_meta (as_of, built_at, version, watermark)
+ */
+import { A_LEGS_FILLS, CLUSTER_RULES, buildClusters } from '../clusters.ts';
+import { buildBoards, ensureWalletLinks, rankBaseSql } from '../rankings.ts';
+import { sharpCutoff } from '../tags.ts';
+import { tsLiteral, type AsOf, type ColumnType, type ColumnarRunner, type ScanBatch } from '../query.ts';
+import { walletMetricsSql, RANKED_DEVIATES_SQL } from './cohort.ts';
+import { LEGS_DDL, LEGS_ORDER, LEGS_TABLE, createLegsSql } from './legs.ts';
+import { MidIndex, tokenOf } from './mid-index.ts';
+import { HOLDS_COLUMNS, HOLDS_DDL, MARKS_DDL, POSITIONS_VIEW_DDL, POSITION_STATE_COLUMNS, POSITION_STATE_DDL } from './positions.ts';
+import { DAY_US, PositionStream, type LegBatch, type MarketFacts, type StreamSinks } from './position-stream.ts';
+import { RISK_DAILY_DDL, RISK_POSITIONS_DDL, RISK_WINDOW_DAYS, keepRiskDay, riskStatsSql } from './risk.ts';
+import { alphaSql, calibrationSql, categorySql, featuresSql, pnlSql, styleSql, type WalletScope } from './wallets.ts';
+
+/** Bumped when the shape of the a_* tables changes: a state of another schema is rebuilt, not refreshed. */
+export const ENGINE_SCHEMA = 1;
+
+/** The newest arrival batch of the venue tables (what a state built now has seen). */
+export async function venueWatermark(db: ColumnarRunner): Promise<number> {
+  const [r] = await db.all<{ w: number }>(
+    `SELECT greatest((SELECT coalesce(max(seq), 0) FROM fills), (SELECT coalesce(max(seq), 0) FROM inventory_events),
+       (SELECT coalesce(max(seq), 0) FROM resolutions), (SELECT coalesce(max(seq), 0) FROM mids)) AS w`,
+  );
+  return Number(r?.w ?? 0);
+}
+
+/** Drop a table or view of the current schema, whichever it is. */
+export async function dropRelation(db: ColumnarRunner, name: string): Promise<void> {
+  const [r] = await db.all<{ k: string }>(`SELECT table_type AS k FROM information_schema.tables WHERE table_name = '${name}' AND table_schema = current_schema() AND table_catalog = current_database()`);
+  if (r) await db.run(`DROP ${r.k === 'VIEW' ? 'VIEW' : 'TABLE'} ${name}`);
+}
+
+const sqlDouble = (x: number) => (Number.isFinite(x) ? `'${x}'::DOUBLE` : 'NULL::DOUBLE');
+
+/** a_meta: what the state is as of (T, the last arrival batch seen), its version, and the cohort's sharp cutoff. */
+export async function writeMeta(db: ColumnarRunner, asOf: AsOf, watermark: number, sharpMinDeviate: number | null, version: number): Promise<void> {
+  await db.run(`CREATE OR REPLACE TABLE a_meta AS SELECT ${tsLiteral(asOf)} AS as_of, now() AS built_at, NULL::DOUBLE AS build_seconds,
+    ${sqlDouble(sharpMinDeviate ?? Number.NaN)} AS sharp_min_deviate, 0::INTEGER AS ranked_wallets, ${watermark}::BIGINT AS watermark,
+    ${version}::BIGINT AS version, NULL::DOUBLE AS refresh_seconds, ${ENGINE_SCHEMA}::INTEGER AS engine_schema`);
+}
+
+export interface BuildReport {
+  as_of: string;
+  seconds: Record<string, number>;
+  total_seconds: number;
+  wallets: number;
+  positions: number;
+}
+
+export interface FullBuildOptions {
+  /** the mids already in memory (a live engine keeps them); default: read them */
+  mids?: MidIndex;
+  /** a_legs exists and holds every leg in stream order (physically sorted): skip its rebuild */
+  legsReady?: boolean;
+  /** the newest arrival batch to build from (default: the venue's newest now) */
+  watermark?: number;
+  /** run the ranking steps (clusters, rank base, boards); default true */
+  rankings?: boolean;
+  riskDays?: number;
+  onStep?: (name: string, i: number, n: number) => void;
+}
+
+/** The columns a leg scan selects, as the stream's LegBatch names them. */
+export const LEG_SCAN_COLUMNS = `wallet_id, market_id, outcome_index, epoch_us(ts)::DOUBLE AS ts, kind, q, px, price, size_usdc AS size, fee_usdc AS fee, usdc`;
+
+/** Legs per scan: a scan is held in memory whole (ColumnarRunner.scan), so big reads go slice by slice. */
+export const SLICE_ROWS = 4_000_000;
+
+/**
+ * Ranges [lo, hi) of `key` that split the rows of `from` (a FROM clause) into slices of about `rows` rows each
+ * (a single key with more rows is a slice of its own).
+ */
+export async function keySlices(db: ColumnarRunner, from: string, key: string, rows = SLICE_ROWS): Promise<[number, number][]> {
+  const starts = await db.all<{ lo: number }>(
+    `WITH c AS (SELECT ${key} AS k, count(*) AS n FROM ${from} GROUP BY 1),
+      cum AS (SELECT k, sum(n) OVER (ORDER BY k) - n AS before FROM c)
+    SELECT min(k) AS lo FROM cum GROUP BY before // ${rows} ORDER BY lo`,
+  );
+  const lo = starts.map((r) => Number(r.lo));
+  return lo.map((l, i) => [l, i + 1 < lo.length ? lo[i + 1]! : 2 ** 31 - 1]);
+}
+
+/** Every mid of the venue that arrived by batch `upToSeq` (the state's watermark), in memory. */
+export async function loadMids(db: ColumnarRunner, upToSeq: number): Promise<MidIndex> {
+  const mids = new MidIndex();
+  for (const [lo, hi] of await keySlices(db, 'mids', 'market_id')) {
+    await db.scan(
+      `SELECT market_id, outcome_index, epoch_us(ts)::DOUBLE AS ts, mid FROM mids WHERE market_id >= ${lo} AND market_id < ${hi} AND seq <= ${upToSeq}
+        ORDER BY market_id, outcome_index, ts, mid`,
+      (b) => {
+        const m = b.int('market_id');
+        const o = b.u8('outcome_index');
+        const t = b.f64('ts');
+        const v = b.f64('mid');
+        for (let i = 0; i < b.n; i++) mids.add(m[i]!, o[i]!, t[i]!, v[i]!);
+      },
+    );
+  }
+  return mids;
+}
+
+/** Resolutions stamped at or before T, as the stream reads them (arrays indexed by market id and token). */
+export async function loadMarketFacts(db: ColumnarRunner, asOf: AsOf): Promise<MarketFacts> {
+  const [mx] = await db.all<{ n: number }>(`SELECT coalesce(max(market_id), 0) + 1 AS n FROM markets`);
+  const n = Number(mx?.n ?? 1);
+  const resolvedAt = new Float64Array(n).fill(Number.NaN);
+  const payout = new Float64Array(2 * n);
+  await db.scan(
+    `SELECT market_id, epoch_us(resolved_at)::DOUBLE AS at, payout_yes, payout_no FROM resolutions WHERE resolved_at <= ${tsLiteral(asOf)} AND market_id < ${n}`,
+    (b) => {
+      const m = b.int('market_id');
+      const at = b.f64('at');
+      const y = b.f64('payout_yes');
+      const no = b.f64('payout_no');
+      for (let i = 0; i < b.n; i++) {
+        resolvedAt[m[i]!] = at[i]!;
+        payout[tokenOf(m[i]!, 0)] = y[i]!;
+        payout[tokenOf(m[i]!, 1)] = no[i]!;
+      }
+    },
+  );
+  return { resolvedAt, payout };
+}
+
+/** (Re)write a_marks for `tokens` (default: every token with a mid) as of T. */
+export async function writeMarks(db: ColumnarRunner, mids: MidIndex, asOf: AsOf, tokens?: Iterable<number>): Promise<void> {
+  await db.run(MARKS_DDL);
+  const T = asOf.getTime() * 1000;
+  const list = [...(tokens ?? mids.tokens())];
+  if (tokens) {
+    await db.run(`CREATE OR REPLACE TEMP TABLE mark_tokens (t INTEGER)`);
+    const w = await db.writer('mark_tokens', [{ name: 't', type: 'INTEGER' }]);
+    for (const t of list) {
+      w.set(0, t);
+      w.next();
+    }
+    await w.close();
+    await db.run(`DELETE FROM a_marks WHERE market_id * 2 + outcome_index IN (SELECT t FROM mark_tokens)`);
+  } else await db.run(`DELETE FROM a_marks`);
+  const w = await db.writer('a_marks', [
+    { name: 'market_id', type: 'INTEGER' },
+    { name: 'outcome_index', type: 'UTINYINT' },
+    { name: 'mark', type: 'DOUBLE' },
+  ]);
+  for (const t of list) {
+    const mark = mids.at(t, T);
+    if (Number.isNaN(mark)) continue;
+    w.set(0, t >> 1);
+    w.set(1, t & 1);
+    w.set(2, mark);
+    w.next();
+  }
+  await w.close();
+}
+
+/** The tables the stream writes (in stream order: a full build leaves them sorted by wallet and position). */
+export const STREAM_TABLES_DDL = [POSITION_STATE_DDL, HOLDS_DDL, RISK_DAILY_DDL, RISK_POSITIONS_DDL];
+
+/** Writers behind the stream's sinks, appending to the stream tables: positions and holds, risk rows, or both. */
+export async function tableSinks(db: ColumnarRunner, tUs: number, write: { positions: boolean; risk: boolean }): Promise<StreamSinks & { close(): Promise<void> }> {
+  const risk = write.risk;
+  for (const ddl of STREAM_TABLES_DDL) await db.run(ddl);
+  const cols = (c: readonly (readonly [string, string])[]) => c.map(([name, type]) => ({ name, type: type as ColumnType }));
+  const none = { set() {}, next() {}, close: async () => {}, rows: 0 };
+  const pos = write.positions ? await db.writer('a_position_state', cols(POSITION_STATE_COLUMNS)) : none;
+  const hold = write.positions ? await db.writer('a_holds', cols(HOLDS_COLUMNS)) : none;
+  const rd = risk
+    ? await db.writer('a_risk_daily', [
+        { name: 'wallet_id', type: 'INTEGER' },
+        { name: 'day', type: 'TIMESTAMP' },
+        { name: 'pnl', type: 'DOUBLE' },
+        { name: 'capital', type: 'DOUBLE' },
+        { name: 'moved', type: 'BOOLEAN' },
+      ])
+    : null;
+  const rp = risk
+    ? await db.writer('a_risk_pos', [
+        { name: 'wallet_id', type: 'INTEGER' },
+        { name: 'market_id', type: 'INTEGER' },
+        { name: 'outcome_index', type: 'UTINYINT' },
+        { name: 'shares', type: 'DOUBLE' },
+        { name: 'first_day', type: 'TIMESTAMP' },
+      ])
+    : null;
+  const fold = Math.floor(tUs / DAY_US) * DAY_US - (RISK_WINDOW_DAYS + 1) * DAY_US;
+  return {
+    position: (p) => {
+      pos.set(0, p.wallet_id);
+      pos.set(1, p.market_id);
+      pos.set(2, p.outcome_index);
+      pos.set(3, p.shares);
+      pos.set(4, p.cost_basis);
+      pos.set(5, p.trade_pnl);
+      pos.set(6, p.bought_shares);
+      pos.set(7, p.entry_price);
+      pos.set(8, p.volume_usdc);
+      pos.set(9, p.trades);
+      pos.set(10, p.n_taker);
+      pos.set(11, p.n_buys);
+      pos.set(12, p.n_contra);
+      pos.set(13, p.first_ts);
+      pos.set(14, p.last_ts);
+      pos.set(15, p.first_fill_ts);
+      pos.set(16, p.last_fill_ts);
+      pos.set(17, p.first_buy_ts);
+      pos.set(18, p.redeemed_shares);
+      pos.set(19, p.a1_num);
+      pos.set(20, p.a1_den);
+      pos.set(21, p.a1_n);
+      pos.set(22, p.a24_num);
+      pos.set(23, p.a24_den);
+      pos.set(24, p.a24_n);
+      pos.set(25, p.ares_num);
+      pos.set(26, p.ares_den);
+      pos.set(27, p.ares_n);
+      pos.next();
+    },
+    hold: (h) => {
+      hold.set(0, h.wallet_id);
+      hold.set(1, h.market_id);
+      hold.set(2, h.outcome_index);
+      hold.set(3, h.start_ts);
+      hold.set(4, h.exit_ts);
+      hold.set(5, h.cost_in);
+      hold.set(6, h.end_ts);
+      hold.set(7, h.to_resolution);
+      hold.set(8, h.hold_hours);
+      hold.next();
+    },
+    ...(rd && rp
+      ? {
+          riskDays: (r) => {
+            for (let k = 2; k < r.pnl.length; k++) {
+              const moved = r.moved[k] === 1;
+              if (!keepRiskDay(r.capital[k]!, moved)) continue;
+              rd.set(0, r.wallet_id);
+              rd.set(1, fold + (k - 1) * DAY_US);
+              rd.set(2, r.pnl[k]!);
+              rd.set(3, r.capital[k]!);
+              rd.set(4, moved);
+              rd.next();
+            }
+          },
+          riskPosition: (r) => {
+            rp.set(0, r.wallet_id);
+            rp.set(1, r.market_id);
+            rp.set(2, r.outcome_index);
+            rp.set(3, r.shares);
+            rp.set(4, r.first_day);
+            rp.next();
+          },
+        }
+      : {}),
+    async close() {
+      await pos.close();
+      await hold.close();
+      await rd?.close();
+      await rp?.close();
+    },
+  };
+}
+
+/** Feed the legs of `sql` (LEG_SCAN_COLUMNS, in stream order) to a PositionStream, batch by batch. */
+function feeder(stream: PositionStream): (b: ScanBatch) => void {
+  return (b) =>
+    stream.push({
+      n: b.n,
+      wallet: b.int('wallet_id'),
+      market: b.int('market_id'),
+      outcome: b.u8('outcome_index'),
+      ts: b.f64('ts'),
+      kind: b.u8('kind'),
+      q: b.f64('q'),
+      px: b.f64('px'),
+      price: b.f64('price'),
+      size: b.f64('size'),
+      fee: b.f64('fee'),
+      usdc: b.f64('usdc'),
+    });
+}
+
+/** Stream the legs selected by `sql` through a PositionStream (not finished), held in memory whole: small reads. */
+export function feedStream(db: ColumnarRunner, sql: string, stream: PositionStream): Promise<number> {
+  return db.scan(sql, feeder(stream));
+}
+
+/** Per-wallet tables for a scope: delete the scope's rows and insert them again (a full build: create them). */
+export function walletTableStatements(asOf: AsOf, scope: WalletScope): { table: string; select: string }[] {
+  return [
+    { table: 'a_features', select: featuresSql(asOf, scope) },
+    { table: 'a_alpha', select: alphaSql(scope) },
+    { table: 'a_pnl', select: pnlSql(scope) },
+    { table: 'a_calibration', select: calibrationSql(scope) },
+    { table: 'a_style', select: styleSql(asOf, scope) },
+    { table: 'a_category', select: categorySql(asOf, scope) },
+  ];
+}
+
+export const BEST_CATEGORY_SQL = `SELECT wallet_id, best_category, best_category_z, best_category_markets FROM a_category WHERE category_rank = 1`;
+
+/** The full build as of T. */
+export async function fullBuild(db: ColumnarRunner, asOf: AsOf, opts: FullBuildOptions = {}): Promise<BuildReport & { mids: MidIndex; watermark: number }> {
+  const T = tsLiteral(asOf);
+  const tUs = asOf.getTime() * 1000;
+  const riskDays = opts.riskDays ?? RISK_WINDOW_DAYS;
+  const rankings = opts.rankings ?? true;
+  const names = ['legs', 'mids', 'stream', 'positions', 'wallets', 'risk', 'metrics', ...(rankings ? ['clusters', 'rank_base', 'boards'] : [])];
+  const seconds: Record<string, number> = {};
+  const t0 = performance.now();
+  const watermark = opts.watermark ?? (await venueWatermark(db));
+  let step = 0;
+  const timed = async <R>(name: string, f: () => Promise<R>): Promise<R> => {
+    opts.onStep?.(name, step++, names.length);
+    const t = performance.now();
+    const r = await f();
+    seconds[name] = Number(((performance.now() - t) / 1000).toFixed(2));
+    return r;
+  };
+  await timed('legs', async () => {
+    if (!opts.legsReady) await db.run(createLegsSql(watermark));
+    else await db.run(LEGS_DDL);
+  });
+  const mids = opts.mids ?? (await timed('mids', () => loadMids(db, watermark)));
+  if (opts.mids) seconds.mids = 0;
+  // the state is as of T from here on: the a_positions view and every per-wallet statement read a_meta.as_of
+  await writeMeta(db, asOf, watermark, null, 1);
+  await timed('stream', async () => {
+    await writeMarks(db, mids, asOf);
+    const markets = await loadMarketFacts(db, asOf);
+    for (const t of ['a_position_state', 'a_holds', 'a_risk_daily', 'a_risk_pos']) await db.run(`DROP TABLE IF EXISTS ${t}`);
+    const sinks = await tableSinks(db, tUs, { positions: true, risk: true });
+    const stream = new PositionStream({ T: tUs, mids, markets, risk: { days: riskDays } }, sinks);
+    // a_legs is stored in stream order (the full build sorted it): read as stored, on a connection of its own
+    await db.stream(`SELECT ${LEG_SCAN_COLUMNS} FROM ${LEGS_TABLE} WHERE ts <= ${T}`, feeder(stream));
+    stream.finish();
+    await sinks.close();
+    await dropRelation(db, 'a_positions'); // an older build kept it as a table
+    await db.run(POSITIONS_VIEW_DDL);
+  });
+  await timed('wallets', async () => {
+    for (const s of walletTableStatements(asOf, { all: true })) await db.run(`CREATE OR REPLACE TABLE ${s.table} AS ${s.select}`);
+    await db.run(`CREATE OR REPLACE TABLE a_best_category AS ${BEST_CATEGORY_SQL}`);
+  });
+  await timed('risk', () => db.run(`CREATE OR REPLACE TABLE a_risk AS ${riskStatsSql(tUs, { all: true }, riskDays)}`));
+  const deviates = await db.all<{ w: number }>(RANKED_DEVIATES_SQL);
+  const sharpMinDeviate = sharpCutoff(deviates.map((d) => d.w));
+  await timed('metrics', () => db.run(`CREATE OR REPLACE TABLE a_wallet_metrics AS ${walletMetricsSql(sharpMinDeviate)}`));
+  if (rankings) {
+    await timed('clusters', () => buildClusters(db, asOf, CLUSTER_RULES, A_LEGS_FILLS));
+    await ensureWalletLinks(db);
+    await timed('rank_base', () => db.run(rankBaseSql()));
+    await timed('boards', () => buildBoards(db, asOf));
+  }
+  opts.onStep?.('done', names.length, names.length);
+  const total = Number(((performance.now() - t0) / 1000).toFixed(2));
+  await db.run(`UPDATE a_meta SET built_at = now(), build_seconds = ${total}, sharp_min_deviate = ${sqlDouble(sharpMinDeviate)}, ranked_wallets = ${deviates.length}`);
+  const [counts] = await db.all<{ wallets: number; positions: number }>(`SELECT (SELECT count(*) FROM a_wallet_metrics) AS wallets, (SELECT count(*) FROM a_positions) AS positions`);
+  return { as_of: asOf.toISOString(), seconds, total_seconds: total, wallets: Number(counts!.wallets), positions: Number(counts!.positions), mids, watermark };
+}
+
+export { LEGS_ORDER };

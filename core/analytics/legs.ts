@@ -1,0 +1,98 @@
+/**
+ * a_legs: every token movement of every known wallet, one row per leg, in the order the position stream reads them.
+ * Fill legs (both parties of every fill whose party is known: kind 1 taker, 2 maker) and inventory legs (0 split,
+ * merge or conversion; 3 redemption). Built once in position order by a full build; a refresh appends the legs of
+ * new venue rows (by seq) and re-reads the legs of changed positions with an ORDER BY of its own.
+ *
+ * An inventory leg's px is its value per share, conserved over the event (methodology "Positions and P&L"): a
+ * split's two tokens cost exactly the USDC paid, a merge's two tokens sell for exactly the USDC received, a
+ * neg-risk conversion's NO tokens leave at their mid value and the YES tokens received carry that value (less any
+ * USDC received); when the USDC received alone is worth more than the NO tokens' mids say, or is all that is
+ * received, the NO tokens leave for exactly that USDC and the YES tokens received cost nothing. Mids are the latest
+ * at or before the event (0.5 when there is none). The event's USDC is booked on its first leg (by market, outcome).
+ */
+
+export const LEGS_TABLE = 'a_legs';
+
+export const LEGS_DDL = `CREATE TABLE IF NOT EXISTS ${LEGS_TABLE} (
+    wallet_id INTEGER NOT NULL,
+    market_id INTEGER NOT NULL,
+    outcome_index UTINYINT NOT NULL,
+    ts TIMESTAMP NOT NULL,
+    log_index INTEGER NOT NULL,
+    kind UTINYINT NOT NULL,      -- 0 split/merge/convert, 1 fill as taker, 2 fill as maker, 3 redemption
+    q DOUBLE NOT NULL,           -- shares into (+) or out of (-) the wallet
+    px DOUBLE NOT NULL,          -- effective price per share (fills: fee included; inventory: value per share)
+    price DOUBLE NOT NULL,       -- the fill's own price per share (inventory: 0)
+    size_usdc DOUBLE NOT NULL,   -- the fill's notional (inventory: 0)
+    fee_usdc DOUBLE NOT NULL,    -- the taker's fee (otherwise 0)
+    usdc DOUBLE NOT NULL,        -- inventory: the event's USDC into (+) or out of (-) the wallet, on its first leg
+    tx_hash VARCHAR,             -- inventory legs: their event (revalued together when a late mid arrives); fills: NULL
+    seq BIGINT NOT NULL          -- the venue row's arrival seq
+  )`;
+
+/** The order the position stream needs: a position's events by time, inventory before fills, buys first. */
+export const LEGS_ORDER = 'wallet_id, market_id, outcome_index, ts, log_index, kind IN (1, 2), q DESC';
+
+/** SQL (a SELECT) of the fill legs of `fills` rows matching `where` (over the fills table, no alias). */
+export function fillLegsSql(where = 'true'): string {
+  return `SELECT taker_id AS wallet_id, market_id, outcome_index, ts, log_index, 1::UTINYINT AS kind,
+      CASE side WHEN 'BUY' THEN shares ELSE -shares END AS q,
+      CASE side WHEN 'BUY' THEN price + fee_usdc / shares ELSE price - fee_usdc / shares END AS px,
+      price, size_usdc, fee_usdc, 0.0::DOUBLE AS usdc, NULL::VARCHAR AS tx_hash, seq
+    FROM fills WHERE taker_id IS NOT NULL AND (${where})
+    UNION ALL
+    SELECT maker_id, market_id, CASE WHEN match_type = 'direct' THEN outcome_index ELSE 1 - outcome_index END::UTINYINT, ts, log_index, 2::UTINYINT,
+      CASE WHEN (match_type = 'direct' AND side = 'SELL') OR match_type = 'mint' THEN shares ELSE -shares END,
+      CASE WHEN match_type = 'direct' THEN price ELSE 1 - price END,
+      CASE WHEN match_type = 'direct' THEN price ELSE 1 - price END,
+      CASE WHEN match_type = 'direct' THEN size_usdc ELSE (1 - price) * shares END,
+      0.0, 0.0, NULL, seq
+    FROM fills WHERE maker_id IS NOT NULL AND (${where})`;
+}
+
+/**
+ * SQL (a SELECT) of the inventory legs of the inventory events matching `where` (over inventory_events i), valued
+ * as the header says. An event's legs are all read together, so its value is conserved whatever `where` selects.
+ */
+export function inventoryLegsSql(where = 'true'): string {
+  return `WITH ev AS (SELECT * FROM inventory_events i WHERE ${where}),
+    il AS (
+      SELECT l.wallet_id, l.market_id, l.outcome_index, e.ts, e.log_index, e.kind AS ev_kind, l.shares_delta AS q, e.usdc_delta,
+        l.tx_hash, e.seq,
+        row_number() OVER (PARTITION BY l.tx_hash, l.log_index ORDER BY l.market_id, l.outcome_index) AS leg_no
+      FROM inventory_legs l JOIN ev e USING (tx_hash, log_index)),
+    priced AS (
+      SELECT il.*, coalesce(m.mid, 0.5) AS mid FROM il
+      ASOF LEFT JOIN mids m ON m.market_id = il.market_id AND m.outcome_index = il.outcome_index AND m.ts <= il.ts),
+    valued AS (
+      SELECT *,
+        sum(CASE WHEN ev_kind <> 'REDEEM' AND q < 0 THEN -q * mid ELSE 0 END) OVER e AS out_value,
+        sum(CASE WHEN ev_kind <> 'REDEEM' AND q > 0 THEN q * mid ELSE 0 END) OVER e AS in_value
+      FROM priced WINDOW e AS (PARTITION BY tx_hash, log_index))
+    SELECT wallet_id, market_id, outcome_index, ts, log_index,
+      (CASE WHEN ev_kind = 'REDEEM' THEN 3 ELSE 0 END)::UTINYINT AS kind, q,
+      coalesce(round(CASE
+        WHEN ev_kind = 'REDEEM' THEN 0
+        WHEN ev_kind = 'SPLIT' THEN mid * (-usdc_delta) / nullif(in_value, 0)
+        WHEN ev_kind = 'MERGE' THEN mid * usdc_delta / nullif(out_value, 0)
+        WHEN q < 0 AND (in_value = 0 OR out_value < usdc_delta) THEN mid * usdc_delta / out_value
+        WHEN q < 0 THEN mid
+        ELSE mid * greatest(out_value - usdc_delta, 0) / nullif(in_value, 0)
+      END, 12), 0) AS px,
+      0.0::DOUBLE AS price, 0.0::DOUBLE AS size_usdc, 0.0::DOUBLE AS fee_usdc,
+      CASE WHEN leg_no = 1 THEN usdc_delta ELSE 0.0 END AS usdc, tx_hash, seq
+    FROM valued`;
+}
+
+/** Legs of every fill and inventory event that arrived up to batch `upToSeq`: the full build's a_legs, in stream order. */
+export function createLegsSql(upToSeq: number): string {
+  const w = `seq <= ${upToSeq}`;
+  return `CREATE OR REPLACE TABLE ${LEGS_TABLE} AS SELECT * FROM (${fillLegsSql(w)} UNION ALL SELECT * FROM (${inventoryLegsSql(w)})) ORDER BY ${LEGS_ORDER}`;
+}
+
+/** (Re)append the legs of venue rows of arrival batches (afterSeq, upToSeq] (fills and inventory events). */
+export function appendLegsSql(afterSeq: number, upToSeq: number): string[] {
+  const w = `seq > ${afterSeq} AND seq <= ${upToSeq}`;
+  return [`DELETE FROM ${LEGS_TABLE} WHERE ${w}`, `INSERT INTO ${LEGS_TABLE} ${fillLegsSql(w)} UNION ALL SELECT * FROM (${inventoryLegsSql(w)})`];
+}

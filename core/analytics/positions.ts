@@ -1,0 +1,110 @@
+/**
+ * Positions (wallet, token) as of T: a_position_state holds what the position stream computes (position-stream.ts),
+ * the view a_positions adds what depends on the market as of T — resolution, payout, the latest mid (a_marks) —
+ * and the derived P&L and labels; a_holds has the hold episodes. A full build and a refresh write the same rows.
+ *
+ * Realized P&L comes from sells, merges, conversions and resolution (the payout realizes every share still held,
+ * redeemed or not); unrealized marks open shares to the latest mid (at cost when there is none). Labels follow the
+ * methodology's 0.01 USD band; REDEEMABLE (resolved in the holder's favour, not yet claimed) is never overwritten.
+ */
+import { DUST_SHARES } from './position-stream.ts';
+
+/** The +/- USD band inside which the winning side decides WON/LOST (spec: position dust band). */
+export const PNL_BAND_USD = 0.01;
+
+/** The position stream's output: one row per position as of a_meta.as_of (no derived columns). */
+export const POSITION_STATE_DDL = `CREATE TABLE IF NOT EXISTS a_position_state (
+    wallet_id INTEGER NOT NULL, market_id INTEGER NOT NULL, outcome_index UTINYINT NOT NULL, shares DOUBLE, cost_basis DOUBLE,
+    trade_pnl DOUBLE, bought_shares DOUBLE, entry_price DOUBLE, volume_usdc DOUBLE, trades INTEGER, n_taker INTEGER, n_buys INTEGER,
+    n_contra INTEGER, first_ts TIMESTAMP, last_ts TIMESTAMP, first_fill_ts TIMESTAMP, last_fill_ts TIMESTAMP, first_buy_ts TIMESTAMP,
+    redeemed_shares DOUBLE, a1_num DOUBLE, a1_den DOUBLE, a1_n INTEGER, a24_num DOUBLE, a24_den DOUBLE, a24_n INTEGER,
+    ares_num DOUBLE, ares_den DOUBLE, ares_n INTEGER)`;
+
+export const POSITION_STATE_COLUMNS = [
+  ['wallet_id', 'INTEGER'], ['market_id', 'INTEGER'], ['outcome_index', 'UTINYINT'], ['shares', 'DOUBLE'], ['cost_basis', 'DOUBLE'],
+  ['trade_pnl', 'DOUBLE'], ['bought_shares', 'DOUBLE'], ['entry_price', 'DOUBLE'], ['volume_usdc', 'DOUBLE'], ['trades', 'INTEGER'],
+  ['n_taker', 'INTEGER'], ['n_buys', 'INTEGER'], ['n_contra', 'INTEGER'], ['first_ts', 'TIMESTAMP'], ['last_ts', 'TIMESTAMP'],
+  ['first_fill_ts', 'TIMESTAMP'], ['last_fill_ts', 'TIMESTAMP'], ['first_buy_ts', 'TIMESTAMP'], ['redeemed_shares', 'DOUBLE'],
+  ['a1_num', 'DOUBLE'], ['a1_den', 'DOUBLE'], ['a1_n', 'INTEGER'], ['a24_num', 'DOUBLE'], ['a24_den', 'DOUBLE'], ['a24_n', 'INTEGER'],
+  ['ares_num', 'DOUBLE'], ['ares_den', 'DOUBLE'], ['ares_n', 'INTEGER'],
+] as const;
+
+/** The latest mid per token as of T (written from the MidIndex, so every reader agrees on ties). */
+export const MARKS_DDL = `CREATE TABLE IF NOT EXISTS a_marks (market_id INTEGER NOT NULL, outcome_index UTINYINT NOT NULL, mark DOUBLE NOT NULL)`;
+
+/** The methodology's label rule as SQL over a resolved position's final P&L (NULL when unresolved). */
+export function labelSql(pnl: string, outcome: string, winnerIndex: string, isVoid: string): string {
+  return `CASE WHEN ${pnl} > ${PNL_BAND_USD} THEN 'WON'
+    WHEN ${pnl} < -${PNL_BAND_USD} THEN 'LOST'
+    WHEN ${isVoid} THEN 'VOID'
+    WHEN ${winnerIndex} = ${outcome} THEN 'WON'
+    ELSE 'LOST' END`;
+}
+
+export type PositionLabel = 'WON' | 'LOST' | 'VOID';
+export type PositionStatus = PositionLabel | 'REDEEMABLE' | 'OPEN';
+
+/**
+ * The same rule in TypeScript. `isVoid` covers INVALID and ties / multi-outcome payouts (winner null): both sides
+ * are paid by numerators, so no side "won" and the band case reads VOID.
+ */
+export function labelPosition(pnl: number, outcome: number, winnerIndex: number, isVoid: boolean): PositionLabel {
+  if (pnl > PNL_BAND_USD) return 'WON';
+  if (pnl < -PNL_BAND_USD) return 'LOST';
+  if (isVoid) return 'VOID';
+  return winnerIndex === outcome ? 'WON' : 'LOST';
+}
+
+/** win_rate_pct = 100 * WON / (WON + LOST); null (never 0) when nothing is resolved. */
+export function winRatePct(labels: readonly PositionLabel[]): number | null {
+  let won = 0;
+  let lost = 0;
+  for (const l of labels) {
+    if (l === 'WON') won++;
+    else if (l === 'LOST') lost++;
+  }
+  return won + lost === 0 ? null : (100 * won) / (won + lost);
+}
+
+/**
+ * a_positions: the state rows with what depends on the market as of the state's T (a_meta.as_of) — resolution,
+ * payout, the latest mid — and the derived P&L and labels. A view, so a resolution or a moved mark changes no
+ * stored row: the refresh only restreams positions whose own legs or horizons changed.
+ */
+export const POSITIONS_VIEW_DDL = `CREATE OR REPLACE VIEW a_positions AS
+  WITH t AS (SELECT as_of FROM a_meta LIMIT 1),
+  v AS (
+    SELECT s.wallet_id, s.market_id, s.outcome_index, s.shares, s.cost_basis, s.trade_pnl, s.bought_shares, s.entry_price,
+      s.volume_usdc, s.trades, s.n_taker, s.n_buys, s.n_contra, s.first_ts, s.last_ts, s.first_fill_ts, s.last_fill_ts, s.first_buy_ts,
+      s.redeemed_shares, s.a1_num, s.a1_den, s.a1_n, s.a24_num, s.a24_den, s.a24_n, s.ares_num, s.ares_den, s.ares_n,
+      r.market_id IS NOT NULL AS resolved, r.winner_index,
+      (r.market_id IS NOT NULL AND (r.winner IS NULL OR r.winner = 'INVALID')) AS is_void,
+      CASE WHEN r.market_id IS NULL THEN NULL WHEN s.outcome_index = 0 THEN r.payout_yes ELSE r.payout_no END AS payout,
+      k.mark
+    FROM a_position_state s
+      LEFT JOIN (SELECT r.* FROM resolutions r, t WHERE r.resolved_at <= t.as_of) r USING (market_id)
+      LEFT JOIN a_marks k USING (market_id, outcome_index)),
+  pnl AS (
+    SELECT *,
+      round(CASE WHEN resolved THEN trade_pnl + shares * payout - cost_basis ELSE trade_pnl END, 6) AS realized_pnl,
+      round(CASE WHEN resolved THEN 0 ELSE shares * coalesce(mark, cost_basis / nullif(shares, 0), 0) - cost_basis END, 6) AS unrealized_pnl
+    FROM v)
+  SELECT wallet_id, market_id, outcome_index, shares, cost_basis, cost_basis / nullif(shares, 0) AS avg_price, bought_shares,
+    entry_price, realized_pnl, unrealized_pnl, realized_pnl + unrealized_pnl AS total_pnl, volume_usdc, trades, first_ts, last_ts,
+    resolved, winner_index, is_void, payout, redeemed_shares, mark,
+    CASE WHEN resolved THEN ${labelSql('realized_pnl', 'outcome_index', 'winner_index', 'is_void')} END AS pnl_label,
+    CASE WHEN NOT resolved THEN 'OPEN'
+         WHEN payout > 0 AND shares - redeemed_shares > ${DUST_SHARES} THEN 'REDEEMABLE'
+         ELSE ${labelSql('realized_pnl', 'outcome_index', 'winner_index', 'is_void')} END AS status,
+    trade_pnl, n_taker, n_buys, n_contra, first_fill_ts, last_fill_ts, first_buy_ts,
+    a1_num, a1_den, a1_n, a24_num, a24_den, a24_n, ares_num, ares_den, ares_n
+  FROM pnl`;
+
+export const HOLDS_DDL = `CREATE TABLE IF NOT EXISTS a_holds (
+    wallet_id INTEGER NOT NULL, market_id INTEGER NOT NULL, outcome_index UTINYINT NOT NULL, start_ts TIMESTAMP NOT NULL, exit_ts TIMESTAMP,
+    cost_in DOUBLE NOT NULL, end_ts TIMESTAMP, to_resolution BOOLEAN NOT NULL, hold_hours DOUBLE)`;
+
+export const HOLDS_COLUMNS = [
+  ['wallet_id', 'INTEGER'], ['market_id', 'INTEGER'], ['outcome_index', 'UTINYINT'], ['start_ts', 'TIMESTAMP'], ['exit_ts', 'TIMESTAMP'],
+  ['cost_in', 'DOUBLE'], ['end_ts', 'TIMESTAMP'], ['to_resolution', 'BOOLEAN'], ['hold_hours', 'DOUBLE'],
+] as const;

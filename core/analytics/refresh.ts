@@ -1,0 +1,332 @@
+/**
+ * The incremental refresh: from the state of the last build or refresh (as of T_old, having seen venue rows up to
+ * arrival batch W_old) to T_new and the newest batch W_new, recompute only what changed, with the same statements
+ * as the full build, so that the state after a refresh equals a full build as of T_new (test/core/analytics-
+ * live.test.ts proves it on random event streams).
+ *
+ * What changes, and why (the dirty rules):
+ *  1. positions with a new leg (arrived after W_old, stamped at or before T_new) or a leg that became visible
+ *     (stamped in (T_old, T_new]): restreamed;
+ *  2. positions with a fill whose 1 h or 24 h alpha horizon fell due in (T_old, T_new]: restreamed;
+ *  3. positions in a market whose resolution became visible: restreamed (labels, holds, alpha to resolution);
+ *  4. a mid that arrived late (stamped at or before T_old): positions on its token with a leg from 24 h before it on
+ *     are restreamed (every lookup at or after it may change), the inventory legs valued after it are revalued, and
+ *     its token's holders' daily returns are recomputed when it falls in a completed day;
+ *  5. tokens whose latest mid moved: their positions' marks and unrealized P&L (no restream);
+ *  6. wallets of any of these: their per-wallet rows; and every wallet's cohort-wide figures;
+ *  7. risk: each completed day that passed closes (risk.ts dayCloseSql); a late row stamped in a completed day
+ *     recomputes its wallet's days through the position stream; the statistics follow.
+ * Clusters, the rank base and the boards are recomputed whole (cohort-wide by nature).
+ */
+import { A_LEGS_FILLS, CLUSTER_RULES, buildClusters } from '../clusters.ts';
+import { buildBoards, ensureWalletLinks, rankBaseSql } from '../rankings.ts';
+import { sharpCutoff } from '../tags.ts';
+import { tsLiteral, type AsOf, type ColumnarRunner } from '../query.ts';
+import {
+  BEST_CATEGORY_SQL,
+  LEG_SCAN_COLUMNS,
+  feedStream,
+  keySlices,
+  loadMarketFacts,
+  tableSinks,
+  venueWatermark,
+  walletTableStatements,
+  writeMarks,
+} from './build.ts';
+import { RANKED_DEVIATES_SQL, walletMetricsSql } from './cohort.ts';
+import { LEGS_ORDER, LEGS_TABLE, appendLegsSql, inventoryLegsSql } from './legs.ts';
+import type { MidIndex } from './mid-index.ts';
+import { tokenOf } from './mid-index.ts';
+import { ALPHA_HORIZON_US, DAY_US, PositionStream } from './position-stream.ts';
+import { DAY_VALUES_DDL, RISK_WINDOW_DAYS, dayCloseSql, dayCloseTokensSql, pruneRiskDailySql, riskStatsSql, riskWindow } from './risk.ts';
+import type { WalletScope } from './wallets.ts';
+
+/** What a state is as of: the venue clock T and the last arrival batch seen. */
+export interface StateMark {
+  asOf: Date;
+  watermark: number;
+}
+
+export interface RefreshReport {
+  as_of: string;
+  watermark: number;
+  seconds: Record<string, number>;
+  total_seconds: number;
+  new_legs: number;
+  positions: number;
+  mark_wallets: number;
+  wallets: number;
+  days_closed: number;
+  late_wallets: number;
+}
+
+const us = (d: Date) => d.getTime() * 1000;
+const tsUs = (x: number) => `make_timestamp(${Math.round(x)}::BIGINT)`;
+
+/** The day-end value of a token as the stream computes it (risk.ts): payout once resolved by then, else the mid. */
+function dayEndValue(mids: MidIndex, resolvedAt: number, payout: number, token: number, eod: number): number {
+  if (!Number.isNaN(resolvedAt) && resolvedAt <= eod) return payout;
+  const m = mids.at(token, eod);
+  return Number.isNaN(m) ? 0 : m;
+}
+
+export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMark, to: StateMark, opts: { riskDays?: number } = {}): Promise<RefreshReport> {
+  const t0 = performance.now();
+  const seconds: Record<string, number> = {};
+  const timed = async <R>(name: string, f: () => Promise<R>): Promise<R> => {
+    const t = performance.now();
+    const r = await f();
+    seconds[name] = Number(((performance.now() - t) / 1000).toFixed(3));
+    return r;
+  };
+  const riskDays = opts.riskDays ?? RISK_WINDOW_DAYS;
+  const Told = tsLiteral(from.asOf);
+  const Tnew = tsLiteral(to.asOf);
+  const W0 = from.watermark;
+  const W1 = to.watermark;
+  const newRows = `seq > ${W0} AND seq <= ${W1}`;
+  const d1Old = riskWindow(us(from.asOf), riskDays).d1;
+  const d1New = riskWindow(us(to.asOf), riskDays).d1;
+
+  // the state is as of T_new from here on (the a_positions view reads it); readers see it at the commit
+  await db.run(`UPDATE a_meta SET as_of = ${Tnew}, watermark = ${W1}, version = version + 1`);
+
+  // --- venue rows that arrived: legs, mids
+  const newLegs = await timed('legs', async () => {
+    for (const sql of appendLegsSql(W0, W1)) await db.run(sql);
+    const [n] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM ${LEGS_TABLE} WHERE ${newRows}`);
+    return Number(n?.n ?? 0);
+  });
+  const lateMids: { token: number; ts: number }[] = [];
+  const newMids: { token: number; ts: number }[] = [];
+  const movedTokens = new Set<number>();
+  await timed('mids', () =>
+    db.scan(`SELECT market_id, outcome_index, epoch_us(ts)::DOUBLE AS ts, mid FROM mids WHERE ${newRows} ORDER BY market_id, outcome_index, ts, mid`, (b) => {
+      const m = b.int('market_id');
+      const o = b.u8('outcome_index');
+      const t = b.f64('ts');
+      const v = b.f64('mid');
+      for (let i = 0; i < b.n; i++) {
+        mids.add(m[i]!, o[i]!, t[i]!, v[i]!);
+        const token = tokenOf(m[i]!, o[i]!);
+        movedTokens.add(token);
+        newMids.push({ token, ts: t[i]! });
+        if (t[i]! <= us(from.asOf)) lateMids.push({ token, ts: t[i]! });
+      }
+    }),
+  );
+  // future-stamped mids that became visible also move marks
+  await db.scan(`SELECT DISTINCT market_id, outcome_index FROM mids WHERE seq <= ${W0} AND ts > ${Told} AND ts <= ${Tnew}`, (b) => {
+    const m = b.int('market_id');
+    const o = b.u8('outcome_index');
+    for (let i = 0; i < b.n; i++) movedTokens.add(tokenOf(m[i]!, o[i]!));
+  });
+
+  // --- a new mid revalues the inventory legs stamped at or after it on its token (their events whole): an inventory
+  // leg is valued at the mids at or before its own time, whenever either arrives
+  const writeMidTable = async (name: string, rows: { token: number; ts: number }[]) => {
+    await db.run(`CREATE OR REPLACE TEMP TABLE ${name} (token INTEGER, ts_us DOUBLE)`);
+    const w = await db.writer(name, [
+      { name: 'token', type: 'INTEGER' },
+      { name: 'ts_us', type: 'DOUBLE' },
+    ]);
+    for (const l of rows) {
+      w.set(0, l.token);
+      w.set(1, l.ts);
+      w.next();
+    }
+    await w.close();
+  };
+  let revalued = 0;
+  if (newMids.length) {
+    revalued = await timed('revalue', async () => {
+      await writeMidTable('new_mids', newMids);
+      await db.run(`CREATE OR REPLACE TEMP TABLE revalue AS
+        SELECT DISTINCT l.tx_hash, l.log_index FROM ${LEGS_TABLE} l JOIN (SELECT token, min(ts_us) AS ts_us FROM new_mids GROUP BY token) m
+          ON l.market_id * 2 + l.outcome_index = m.token
+        WHERE l.kind = 0 AND epoch_us(l.ts) >= m.ts_us`);
+      const [c] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM revalue`);
+      const n = Number(c?.n ?? 0);
+      if (n === 0) return 0;
+      await db.run(`CREATE OR REPLACE TEMP TABLE revalued AS SELECT * FROM (${inventoryLegsSql(`(i.tx_hash, i.log_index) IN (SELECT (tx_hash, log_index) FROM revalue) AND i.seq <= ${W1}`)}) WHERE kind = 0`);
+      await db.run(`DELETE FROM ${LEGS_TABLE} WHERE kind = 0 AND (tx_hash, log_index) IN (SELECT (tx_hash, log_index) FROM revalue)`);
+      await db.run(`INSERT INTO ${LEGS_TABLE} SELECT * FROM revalued`);
+      return n;
+    });
+  }
+  if (lateMids.length) await writeMidTable('late_mids', lateMids);
+
+  // --- dirty positions
+  const positions = await timed('dirty', async () => {
+    const parts = [
+      // 1. new legs, and legs that became visible
+      `SELECT wallet_id, market_id, outcome_index FROM ${LEGS_TABLE} WHERE ts <= ${Tnew} AND (${newRows} OR ts > ${Told})`,
+      // 2. horizons that fell due
+      `SELECT wallet_id, market_id, outcome_index FROM ${LEGS_TABLE} WHERE kind IN (1, 2) AND seq <= ${W0} AND ts <= ${Told}
+         AND ((ts + INTERVAL ${ALPHA_HORIZON_US.h1 / 1e6} SECOND > ${Told} AND ts + INTERVAL ${ALPHA_HORIZON_US.h1 / 1e6} SECOND <= ${Tnew})
+           OR (ts + INTERVAL ${ALPHA_HORIZON_US.h24 / 1e6} SECOND > ${Told} AND ts + INTERVAL ${ALPHA_HORIZON_US.h24 / 1e6} SECOND <= ${Tnew}))`,
+      // 3. resolutions that became visible
+      `SELECT wallet_id, market_id, outcome_index FROM ${LEGS_TABLE} WHERE ts <= ${Tnew} AND market_id IN (
+         SELECT market_id FROM resolutions WHERE resolved_at <= ${Tnew} AND (${newRows} OR resolved_at > ${Told}))`,
+    ];
+    if (lateMids.length) {
+      // 4. late mids: every lookup at or after the mid may change (alpha looks 24 h ahead, contrarian 24 h back)
+      parts.push(`SELECT l.wallet_id, l.market_id, l.outcome_index FROM ${LEGS_TABLE} l JOIN late_mids m ON l.market_id * 2 + l.outcome_index = m.token
+        WHERE l.ts <= ${Tnew} GROUP BY ALL HAVING max(epoch_us(l.ts)) >= min(m.ts_us) - ${ALPHA_HORIZON_US.h24}`);
+    }
+    if (revalued > 0) {
+      // every position of a revalued inventory event
+      parts.push(`SELECT DISTINCT l.wallet_id, l.market_id, l.outcome_index FROM ${LEGS_TABLE} l SEMI JOIN revalue r USING (tx_hash, log_index) WHERE l.ts <= ${Tnew}`);
+    }
+    await db.run(`CREATE OR REPLACE TEMP TABLE dirty_pos AS SELECT DISTINCT * FROM (${parts.join(' UNION ALL ')})`);
+    const [c] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM dirty_pos`);
+    return Number(c?.n ?? 0);
+  });
+
+  // --- marks that moved: the a_positions view reads them; the wallets holding those tokens get new P&L sums
+  const markWallets = await timed('marks', async () => {
+    if (movedTokens.size === 0) return 0;
+    await writeMarks(db, mids, to.asOf, movedTokens);
+    await db.run(`CREATE OR REPLACE TEMP TABLE mark_wallets AS
+      SELECT DISTINCT wallet_id FROM a_position_state WHERE market_id * 2 + outcome_index IN (SELECT t FROM mark_tokens)`);
+    const [c] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM mark_wallets`);
+    return Number(c?.n ?? 0);
+  });
+
+  // --- restream the dirty positions (their whole histories)
+  await timed('stream', async () => {
+    const markets = await loadMarketFacts(db, to.asOf);
+    const key = `(wallet_id, market_id, outcome_index) IN (SELECT (wallet_id, market_id, outcome_index) FROM dirty_pos)`;
+    await db.run(`DELETE FROM a_position_state WHERE ${key}`);
+    await db.run(`DELETE FROM a_holds WHERE ${key}`);
+    const sinks = await tableSinks(db, us(to.asOf), { positions: true, risk: false });
+    const stream = new PositionStream({ T: us(to.asOf), mids, markets }, sinks);
+    await db.run(`CREATE OR REPLACE TEMP TABLE dirty_legs AS SELECT l.* FROM ${LEGS_TABLE} l SEMI JOIN dirty_pos d USING (wallet_id, market_id, outcome_index) WHERE l.ts <= ${Tnew}`);
+    for (const [lo, hi] of await keySlices(db, 'dirty_legs', 'wallet_id')) {
+      await feedStream(db, `SELECT ${LEG_SCAN_COLUMNS} FROM dirty_legs WHERE wallet_id >= ${lo} AND wallet_id < ${hi} ORDER BY ${LEGS_ORDER}`, stream);
+    }
+    stream.finish();
+    await sinks.close();
+  });
+
+  // --- risk: close the days that completed, then recompute wallets hit by late rows in completed days
+  const daysClosed = await timed('day_close', async () => {
+    let n = 0;
+    if (d1New <= d1Old) return 0;
+    const markets = await loadMarketFacts(db, to.asOf);
+    for (let day = d1Old; day < d1New; day += DAY_US) {
+      await db.run(DAY_VALUES_DDL);
+      const w = await db.writer('day_values', [
+        { name: 'market_id', type: 'INTEGER' },
+        { name: 'outcome_index', type: 'UTINYINT' },
+        { name: 'v_prev', type: 'DOUBLE' },
+        { name: 'v_cur', type: 'DOUBLE' },
+      ]);
+      await db.scan(dayCloseTokensSql(day), (b) => {
+        const m = b.int('market_id');
+        const o = b.u8('outcome_index');
+        for (let i = 0; i < b.n; i++) {
+          const token = tokenOf(m[i]!, o[i]!);
+          const at = markets.resolvedAt[m[i]!] ?? Number.NaN;
+          const pay = markets.payout[token] ?? 0;
+          w.set(0, m[i]!);
+          w.set(1, o[i]!);
+          w.set(2, dayEndValue(mids, at, pay, token, day));
+          w.set(3, dayEndValue(mids, at, pay, token, day + DAY_US));
+          w.next();
+        }
+      });
+      await w.close();
+      for (const sql of dayCloseSql(day, Tnew)) await db.run(sql);
+      n++;
+    }
+    await db.run(pruneRiskDailySql(us(to.asOf), riskDays));
+    return n;
+  });
+
+  // late rows in completed days: legs stamped before the old window's end that arrived now, late mids in completed
+  // days (their token's holders), resolutions stamped in completed days that arrived now
+  const lateWallets = await timed('late_risk', async () => {
+    const lateParts = [
+      `SELECT DISTINCT wallet_id FROM ${LEGS_TABLE} WHERE ${newRows} AND ts < ${tsUs(d1Old)}`,
+      `SELECT DISTINCT l.wallet_id FROM ${LEGS_TABLE} l WHERE l.market_id IN (
+         SELECT market_id FROM resolutions WHERE ${newRows} AND resolved_at < ${tsUs(d1Old)})`,
+    ];
+    if (lateMids.some((m) => m.ts < d1Old)) {
+      lateParts.push(`SELECT DISTINCT l.wallet_id FROM ${LEGS_TABLE} l JOIN late_mids m ON l.market_id * 2 + l.outcome_index = m.token WHERE m.ts_us < ${d1Old}`);
+    }
+    await db.run(`CREATE OR REPLACE TEMP TABLE late_wallets AS SELECT DISTINCT wallet_id FROM (${lateParts.join(' UNION ALL ')})`);
+    const [c] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM late_wallets`);
+    const n = Number(c?.n ?? 0);
+    if (n === 0) return 0;
+    const markets = await loadMarketFacts(db, to.asOf);
+    // their risk rows again, from their whole histories (their positions and holds were restreamed above if changed)
+    await db.run(`DELETE FROM a_risk_daily WHERE wallet_id IN (SELECT wallet_id FROM late_wallets)`);
+    await db.run(`DELETE FROM a_risk_pos WHERE wallet_id IN (SELECT wallet_id FROM late_wallets)`);
+    const sinks = await tableSinks(db, us(to.asOf), { positions: false, risk: true });
+    const stream = new PositionStream({ T: us(to.asOf), mids, markets, risk: { days: riskDays } }, sinks);
+    await db.run(`CREATE OR REPLACE TEMP TABLE late_legs AS SELECT l.* FROM ${LEGS_TABLE} l SEMI JOIN late_wallets w USING (wallet_id) WHERE l.ts <= ${Tnew}`);
+    for (const [lo, hi] of await keySlices(db, 'late_legs', 'wallet_id')) {
+      await feedStream(db, `SELECT ${LEG_SCAN_COLUMNS} FROM late_legs WHERE wallet_id >= ${lo} AND wallet_id < ${hi} ORDER BY ${LEGS_ORDER}`, stream);
+    }
+    stream.finish();
+    await sinks.close();
+    return n;
+  });
+
+  // --- per-wallet rows of every wallet touched
+  const wallets = await timed('wallets', async () => {
+    await db.run(`CREATE OR REPLACE TEMP TABLE dirty_wallets AS SELECT DISTINCT wallet_id FROM (
+        SELECT wallet_id FROM dirty_pos UNION ALL SELECT wallet_id FROM late_wallets
+        ${markWallets > 0 ? 'UNION ALL SELECT wallet_id FROM mark_wallets' : ''})`);
+    const scope: WalletScope = { table: 'dirty_wallets' };
+    for (const s of walletTableStatements(to.asOf, scope)) {
+      await db.run(`DELETE FROM ${s.table} WHERE wallet_id IN (SELECT wallet_id FROM dirty_wallets)`);
+      await db.run(`INSERT INTO ${s.table} SELECT * FROM (${s.select})`);
+    }
+    await db.run(`DELETE FROM a_best_category WHERE wallet_id IN (SELECT wallet_id FROM dirty_wallets)`);
+    await db.run(`INSERT INTO a_best_category ${BEST_CATEGORY_SQL} AND wallet_id IN (SELECT wallet_id FROM dirty_wallets)`);
+    const [c] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM dirty_wallets`);
+    return Number(c?.n ?? 0);
+  });
+  await timed('risk', async () => {
+    // a shifted window changes every wallet's statistics; otherwise only the late wallets'
+    if (daysClosed > 0) {
+      await db.run(`DELETE FROM a_risk`);
+      await db.run(`INSERT INTO a_risk ${riskStatsSql(us(to.asOf), { all: true }, riskDays)}`);
+    } else if (lateWallets > 0) {
+      await db.run(`DELETE FROM a_risk WHERE wallet_id IN (SELECT wallet_id FROM late_wallets)`);
+      await db.run(`INSERT INTO a_risk ${riskStatsSql(us(to.asOf), { table: 'late_wallets' }, riskDays)}`);
+    }
+  });
+
+  // --- cohort-wide
+  const deviates = await db.all<{ w: number }>(RANKED_DEVIATES_SQL);
+  const sharpMinDeviate = sharpCutoff(deviates.map((d) => d.w));
+  await timed('metrics', async () => {
+    await db.run(`DELETE FROM a_wallet_metrics`);
+    await db.run(`INSERT INTO a_wallet_metrics SELECT * FROM (${walletMetricsSql(sharpMinDeviate)}) ORDER BY wallet_id`);
+  });
+  await timed('clusters', () => buildClusters(db, to.asOf, CLUSTER_RULES, A_LEGS_FILLS));
+  await ensureWalletLinks(db);
+  await timed('rank_base', () => db.run(rankBaseSql()));
+  await timed('boards', () => buildBoards(db, to.asOf));
+  const cutoff = Number.isFinite(sharpMinDeviate) ? String(sharpMinDeviate) : 'NULL';
+  const total = Number(((performance.now() - t0) / 1000).toFixed(3));
+  await db.run(`UPDATE a_meta SET built_at = now(), sharp_min_deviate = ${cutoff}::DOUBLE, ranked_wallets = ${deviates.length}, refresh_seconds = ${total}`);
+  return {
+    as_of: to.asOf.toISOString(),
+    watermark: W1,
+    seconds,
+    total_seconds: total,
+    new_legs: newLegs,
+    positions,
+    mark_wallets: markWallets,
+    wallets,
+    days_closed: daysClosed,
+    late_wallets: lateWallets,
+  };
+}
+
+export { venueWatermark };
+export type { AsOf };

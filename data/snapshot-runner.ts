@@ -1,0 +1,180 @@
+/**
+ * Reads that never see half an analytics update. The builder commits each refresh as one DuckDB transaction; a
+ * reader that ran each statement on its own could read a_meta of version N and a_board of version N + 1. Here every
+ * request (an async scope: an HTTP request, an MCP call, a job step) reads inside ONE read transaction on a pooled
+ * connection, so all its statements see the same committed version: one as-of.
+ *
+ * - `scope(fn)` runs fn with a scope; its first query takes a connection from the pool and BEGINs, later ones reuse
+ *   it (one at a time: DuckDB runs one statement per connection), and the scope's end COMMITs and returns the
+ *   connection. A scope that never queries costs nothing.
+ * - A long-lived scope (a stream or a slow client) renews its snapshot after `maxScopeMs`, so it never pins an old
+ *   version for long; each renewal is again one consistent version.
+ * - Outside a scope a query runs in its own autocommit transaction, as before.
+ * - `middleware` opens a scope per HTTP request, ended when the response is finished or the client has gone.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
+import type { QueryRunner } from '../core/query.ts';
+import { queryRows } from './duckdb.ts';
+
+interface Scope {
+  conn: DuckDBConnection | null;
+  /** statements of the scope, chained: one at a time on its connection */
+  chain: Promise<unknown>;
+  openedAt: number;
+  ended: boolean;
+}
+
+export interface SnapshotRunner extends QueryRunner {
+  /** Run fn inside one read snapshot; the snapshot ends when fn's promise settles. */
+  scope<T>(fn: () => Promise<T>): Promise<T>;
+  /** Express-style middleware: one snapshot per request. */
+  middleware: (req: unknown, res: { once(ev: 'finish' | 'close', f: () => void): unknown }, next: () => void) => void;
+  /** Connections currently open (pool size) and lent out. */
+  stats(): { open: number; busy: number; waiting: number };
+  close(): void;
+}
+
+export interface SnapshotRunnerOptions {
+  /** connections in the pool (requests beyond wait for one) */
+  size?: number;
+  /** a scope older than this takes a fresh snapshot at its next statement */
+  maxScopeMs?: number;
+}
+
+export function snapshotRunner(instance: DuckDBInstance, opts: SnapshotRunnerOptions = {}): SnapshotRunner {
+  const size = opts.size ?? 8;
+  const maxScopeMs = opts.maxScopeMs ?? 30_000;
+  const als = new AsyncLocalStorage<Scope>();
+  const idle: DuckDBConnection[] = [];
+  const waiters: ((c: DuckDBConnection) => void)[] = [];
+  let open = 0;
+  let busy = 0;
+  let closed = false;
+
+  async function acquire(): Promise<DuckDBConnection> {
+    const c = idle.pop();
+    if (c) {
+      busy++;
+      return c;
+    }
+    if (open < size) {
+      open++;
+      busy++;
+      try {
+        return await instance.connect();
+      } catch (e) {
+        open--;
+        busy--;
+        throw e;
+      }
+    }
+    // handed over by release(), still counted as busy
+    return new Promise((resolve) => waiters.push(resolve));
+  }
+
+  function release(c: DuckDBConnection): void {
+    const w = waiters.shift();
+    if (w) return w(c);
+    busy--;
+    if (closed) c.closeSync();
+    else idle.push(c);
+  }
+
+  /** COMMIT (a read transaction: nothing to write) and give the connection back. */
+  async function endSnapshot(s: Scope): Promise<void> {
+    const c = s.conn;
+    if (!c) return;
+    s.conn = null;
+    try {
+      await c.run('COMMIT');
+    } catch {
+      await c.run('ROLLBACK').catch(() => {});
+    }
+    release(c);
+  }
+
+  async function snapshotConn(s: Scope): Promise<DuckDBConnection> {
+    if (s.conn && Date.now() - s.openedAt > maxScopeMs) await endSnapshot(s);
+    if (!s.conn) {
+      const c = await acquire();
+      try {
+        await c.run('BEGIN TRANSACTION');
+      } catch (e) {
+        release(c);
+        throw e;
+      }
+      s.conn = c;
+      s.openedAt = Date.now();
+    }
+    return s.conn;
+  }
+
+  /** Run one statement: in the current scope's snapshot, else on a pooled connection in autocommit. */
+  function exec<T>(f: (c: DuckDBConnection) => Promise<T>): Promise<T> {
+    const s = als.getStore();
+    if (!s || s.ended) {
+      return (async () => {
+        const c = await acquire();
+        try {
+          return await f(c);
+        } finally {
+          release(c);
+        }
+      })();
+    }
+    const next = s.chain.then(async () => {
+      const c = await snapshotConn(s);
+      try {
+        return await f(c);
+      } catch (e) {
+        // a failed statement aborts DuckDB's transaction: end it, so the scope's next statement can run
+        await endSnapshot(s);
+        throw e;
+      }
+    });
+    s.chain = next.catch(() => undefined);
+    return next;
+  }
+
+  function begin(): Scope {
+    return { conn: null, chain: Promise.resolve(), openedAt: 0, ended: false };
+  }
+
+  function finish(s: Scope): void {
+    if (s.ended) return;
+    s.ended = true;
+    // after the statements already queued; a failed one has been reported to its caller
+    s.chain = s.chain.then(() => endSnapshot(s)).catch(() => undefined);
+  }
+
+  return {
+    all: <T>(sql: string, params?: readonly unknown[]) => exec((c) => queryRows<T>(c, sql, params as unknown[] | undefined)),
+    run: (sql: string, params?: readonly unknown[]) =>
+      exec(async (c) => {
+        if (params && params.length) await c.run(sql, params as never);
+        else await c.run(sql);
+      }),
+    async scope<T>(fn: () => Promise<T>): Promise<T> {
+      const s = begin();
+      try {
+        return await als.run(s, fn);
+      } finally {
+        finish(s);
+        await s.chain;
+      }
+    },
+    middleware(_req, res, next) {
+      const s = begin();
+      const done = () => finish(s);
+      res.once('finish', done);
+      res.once('close', done);
+      als.run(s, next);
+    },
+    stats: () => ({ open, busy, waiting: waiters.length }),
+    close() {
+      closed = true;
+      for (const c of idle.splice(0)) c.closeSync();
+    },
+  };
+}

@@ -1,0 +1,159 @@
+/**
+ * The analytics builder: keeps the a_* tables of a venue database live. On open it resumes from the persisted
+ * state (a_meta: as_of, watermark, version) or, when there is none (or it was written by another engine schema),
+ * runs a full build. Then it refreshes on a schedule: each refresh reads the venue clock and the newest arrival
+ * batch, runs core/analytics/refresh.ts inside one transaction on its own connection and commits — readers on other
+ * connections see the previous version until the commit and the whole new one after it (DuckDB snapshot
+ * isolation) — then announces the version ('published').
+ *
+ * A crash mid-refresh loses nothing: the transaction never committed, the next start resumes from the last
+ * committed state and the rows it had not seen are still after its watermark. Refreshes never overlap; if one
+ * takes longer than the interval the next starts right after it.
+ */
+import { EventEmitter } from 'node:events';
+import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
+import { ENGINE_SCHEMA, fullBuild, loadMids, type BuildReport } from '../../core/analytics/build.ts';
+import type { MidIndex } from '../../core/analytics/mid-index.ts';
+import { refresh, venueWatermark, type RefreshReport, type StateMark } from '../../core/analytics/refresh.ts';
+import { queryRows } from '../../data/duckdb.ts';
+import { duckRunner } from '../../data/runner.ts';
+
+export interface Published {
+  version: number;
+  asOf: Date;
+  builtAt: Date;
+  watermark: number;
+}
+
+export interface EngineEvents {
+  published: [Published, RefreshReport | BuildReport];
+  error: [Error];
+}
+
+export interface EngineOptions {
+  /** the venue clock: every refresh is as of this moment */
+  now: () => Date;
+  log?: (msg: string) => void;
+  /** progress of a full build (step name, index, count) */
+  onBuildStep?: (name: string, i: number, n: number) => void;
+  /** run a full build even when a state exists */
+  rebuild?: boolean;
+}
+
+/** The persisted state's mark, or null when there is none this engine can continue. */
+async function persisted(conn: DuckDBConnection): Promise<(StateMark & { version: number; builtAt: Date }) | null> {
+  const tables = await queryRows<{ t: string }>(conn, `SELECT table_name AS t FROM information_schema.tables WHERE table_name IN ('a_meta', 'a_legs') AND table_schema = 'main'`);
+  if (tables.length < 2) return null;
+  const cols = await queryRows<{ c: string }>(conn, `SELECT column_name AS c FROM information_schema.columns WHERE table_name = 'a_meta' AND column_name = 'engine_schema'`);
+  if (!cols.length) return null;
+  const [m] = await queryRows<{ as_of: Date; watermark: number; version: number; built_at: Date; engine_schema: number }>(
+    conn,
+    `SELECT as_of, watermark, version, built_at, engine_schema FROM a_meta LIMIT 1`,
+  );
+  if (!m || Number(m.engine_schema) !== ENGINE_SCHEMA) return null;
+  return { asOf: new Date(m.as_of), watermark: Number(m.watermark), version: Number(m.version), builtAt: new Date(m.built_at) };
+}
+
+export class AnalyticsEngine extends EventEmitter<EngineEvents> {
+  private mark!: StateMark;
+  private current!: Published;
+  private mids!: MidIndex;
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<unknown> = Promise.resolve();
+  private stopped = false;
+  private readonly log: (m: string) => void;
+
+  private constructor(
+    private readonly conn: DuckDBConnection,
+    private readonly opts: EngineOptions,
+  ) {
+    super();
+    this.log = opts.log ?? (() => {});
+  }
+
+  /** Open the engine on its own connection of `instance`: resume the persisted state or build it. */
+  static async open(instance: DuckDBInstance, opts: EngineOptions): Promise<AnalyticsEngine> {
+    const conn = await instance.connect();
+    const engine = new AnalyticsEngine(conn, opts);
+    await engine.init();
+    return engine;
+  }
+
+  private async init(): Promise<void> {
+    const db = duckRunner(this.conn);
+    const state = this.opts.rebuild ? null : await persisted(this.conn);
+    if (state) {
+      const t = performance.now();
+      this.mids = await loadMids(db, state.watermark);
+      this.mark = state;
+      this.current = { version: state.version, asOf: state.asOf, builtAt: state.builtAt, watermark: state.watermark };
+      this.log(`analytics: resumed version ${state.version} as of ${state.asOf.toISOString()} (mids loaded in ${((performance.now() - t) / 1000).toFixed(1)} s)`);
+      return;
+    }
+    const asOf = this.opts.now();
+    const report = await fullBuild(db, asOf, { onStep: this.opts.onBuildStep });
+    this.mids = report.mids;
+    this.mark = { asOf, watermark: report.watermark };
+    this.current = { version: 1, asOf, builtAt: new Date(), watermark: report.watermark };
+    this.log(`analytics: full build as of ${asOf.toISOString()} in ${report.total_seconds.toFixed(1)} s (${report.wallets.toLocaleString()} wallets, ${report.positions.toLocaleString()} positions)`);
+  }
+
+  /** The last committed version. */
+  published(): Published {
+    return this.current;
+  }
+
+  /** Refresh now (after any refresh in progress); resolves with the report once the new version is committed. */
+  refreshNow(): Promise<RefreshReport | null> {
+    const run = this.running.then(() => this.refreshOnce());
+    this.running = run.catch(() => undefined);
+    return run;
+  }
+
+  private async refreshOnce(): Promise<RefreshReport | null> {
+    if (this.stopped) return null;
+    const db = duckRunner(this.conn);
+    const now = this.opts.now();
+    // a clock that went back (a restart of an older clock) never moves the state back
+    const asOf = now.getTime() < this.mark.asOf.getTime() ? this.mark.asOf : now;
+    await this.conn.run('BEGIN TRANSACTION');
+    let report: RefreshReport;
+    try {
+      const to: StateMark = { asOf, watermark: await venueWatermark(db) };
+      report = await refresh(db, this.mids, this.mark, to);
+      await this.conn.run('COMMIT');
+      this.mark = to;
+    } catch (e) {
+      await this.conn.run('ROLLBACK').catch(() => {});
+      // the refresh may have added the new mids to the in-memory index: rebuild it from the committed watermark
+      this.mids = await loadMids(db, this.mark.watermark);
+      throw e;
+    }
+    this.current = { version: this.current.version + 1, asOf, builtAt: new Date(), watermark: this.mark.watermark };
+    this.emit('published', this.current, report);
+    return report;
+  }
+
+  /** Refresh every `everyMs` (measured from the end of the previous refresh). */
+  start(everyMs: number): void {
+    const loop = () => {
+      if (this.stopped) return;
+      this.timer = setTimeout(() => {
+        this.refreshNow()
+          .catch((e: Error) => {
+            this.log(`analytics: refresh failed: ${e.message}`);
+            this.emit('error', e);
+          })
+          .finally(loop);
+      }, everyMs);
+    };
+    loop();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+    this.conn.closeSync();
+  }
+}
