@@ -1,0 +1,136 @@
+/**
+ * Readers never see half an update: a writer commits versions that change two tables together (as the analytics
+ * builder does: a_meta and the boards), readers issue many multi-statement requests meanwhile — through the runner's
+ * scope and through real HTTP requests on an express app using its middleware — and every request reads one version.
+ */
+import express from 'express';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
+import { openDuckDB } from '../../data/duckdb.ts';
+import { snapshotRunner, type SnapshotRunner } from '../../data/snapshot-runner.ts';
+
+let instance: DuckDBInstance;
+let writer: DuckDBConnection;
+let db: SnapshotRunner;
+
+beforeAll(async () => {
+  ({ instance, conn: writer } = await openDuckDB({ path: ':memory:', threads: 2 }));
+  await writer.run(`CREATE TABLE meta (version INTEGER)`);
+  await writer.run(`CREATE TABLE board (version INTEGER, r INTEGER)`);
+  await writer.run(`INSERT INTO meta VALUES (1)`);
+  await writer.run(`INSERT INTO board SELECT 1, i FROM range(200) t(i)`);
+  db = snapshotRunner(instance, { size: 4 });
+});
+afterAll(() => {
+  db?.close();
+  writer?.closeSync();
+  instance?.closeSync();
+});
+
+/** Commit versions 2, 3, ... until stopped: each replaces both tables in one transaction, with a pause inside. */
+function publishVersions(): { stop: () => Promise<number> } {
+  let stopped = false;
+  let v = 1;
+  const loop = (async () => {
+    while (!stopped) {
+      v++;
+      await writer.run('BEGIN TRANSACTION');
+      await writer.run(`UPDATE meta SET version = ${v}`);
+      await new Promise((r) => setTimeout(r, 2));
+      await writer.run(`DELETE FROM board`);
+      await writer.run(`INSERT INTO board SELECT ${v}, i FROM range(200) t(i)`);
+      await writer.run('COMMIT');
+      await new Promise((r) => setTimeout(r, 1));
+    }
+  })();
+  return {
+    stop: async () => {
+      stopped = true;
+      await loop;
+      return v;
+    },
+  };
+}
+
+/** One "request": the version, then (after other work) the board, then the version again. */
+async function request(): Promise<number[]> {
+  const [m] = await db.all<{ version: number }>(`SELECT version FROM meta`);
+  await new Promise((r) => setTimeout(r, Math.random() * 4));
+  const rows = await db.all<{ version: number }>(`SELECT DISTINCT version FROM board`);
+  const [again] = await db.all<{ version: number }>(`SELECT version FROM meta`);
+  return [m!.version, ...rows.map((r) => r.version), again!.version];
+}
+
+it('every scoped request reads one committed version while versions are published', async () => {
+  const pub = publishVersions();
+  const seen = new Set<number>();
+  for (let round = 0; round < 40; round++) {
+    const reads = await Promise.all(Array.from({ length: 10 }, () => db.scope(request)));
+    for (const r of reads) {
+      expect(new Set(r).size, `mixed versions ${r.join(',')}`).toBe(1);
+      seen.add(r[0]!);
+    }
+  }
+  const last = await pub.stop();
+  // not vacuous: the readers saw many versions go by
+  expect(seen.size).toBeGreaterThan(5);
+  expect(last).toBeGreaterThan(20);
+  // every connection went back to the pool
+  expect(db.stats()).toMatchObject({ busy: 0, waiting: 0 });
+  expect(db.stats().open).toBeLessThanOrEqual(4);
+}, 60_000);
+
+it('a failed statement ends the snapshot, the next statement of the scope still runs', async () => {
+  const r = await db.scope(async () => {
+    await expect(db.all(`SELECT * FROM no_such_table`)).rejects.toThrow(/no_such_table/);
+    return db.all<{ version: number }>(`SELECT version FROM meta`);
+  });
+  expect(r).toHaveLength(1);
+  expect(db.stats()).toMatchObject({ busy: 0 });
+});
+
+it('a long scope renews its snapshot after maxScopeMs (never pins an old version)', async () => {
+  const short = snapshotRunner(instance, { size: 1, maxScopeMs: 50 });
+  try {
+    const [before, after] = await short.scope(async () => {
+      const [a] = await short.all<{ version: number }>(`SELECT version FROM meta`);
+      await writer.run(`UPDATE meta SET version = version + 1000`);
+      await new Promise((r) => setTimeout(r, 80));
+      const [b] = await short.all<{ version: number }>(`SELECT version FROM meta`);
+      return [a!.version, b!.version];
+    });
+    expect(after).toBe(before + 1000);
+  } finally {
+    await writer.run(`UPDATE meta SET version = version - 1000`);
+    short.close();
+  }
+});
+
+it('over HTTP: the middleware gives each request one version while versions are published', async () => {
+  const app = express();
+  app.use(db.middleware);
+  app.get('/read', async (_req, res) => {
+    res.json(await request());
+  });
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const pub = publishVersions();
+  try {
+    const seen = new Set<number>();
+    for (let round = 0; round < 30; round++) {
+      const reads = await Promise.all(Array.from({ length: 8 }, async () => (await fetch(`${base}/read`)).json() as Promise<number[]>));
+      for (const r of reads) {
+        expect(new Set(r).size, `mixed versions ${r.join(',')}`).toBe(1);
+        seen.add(r[0]!);
+      }
+    }
+    expect(seen.size).toBeGreaterThan(5);
+  } finally {
+    await pub.stop();
+    await new Promise((r) => server.close(r));
+  }
+  await new Promise((r) => setTimeout(r, 20));
+  expect(db.stats()).toMatchObject({ busy: 0, waiting: 0 });
+}, 60_000);
