@@ -18,6 +18,7 @@ import { progressBar } from './data/progress.ts';
 import { LiveTail } from './data/live-tail/tail.ts';
 import { AnalyticsEngine } from './jobs/analytics/engine.ts';
 import { snapshotRunner } from './data/snapshot-runner.ts';
+import { RankerCache } from './jobs/analytics/rankers.ts';
 import { ensureWalletLinks } from './core/rankings.ts';
 import { SnapshotStore } from './data/snapshot-store.ts';
 import { createApp } from './web-api/app.ts';
@@ -187,6 +188,9 @@ if (env.LIVE_TAIL === 'on') {
   // The HTTP API reads on a pool of its own connections, each request in one read snapshot: it sees one committed
   // analytics version whatever the builder commits meanwhile (the live tail writes on the main connection).
   const apiDb = snapshotRunner(instance, { size: 8 });
+  // custom rankings in memory: the rank base of the latest versions, reloaded after each publish
+  const rankers = new RankerCache(instance, 2, (m) => console.log(`  ${m}`));
+  await rankers.refresh();
   const gateway =
     env.X402_MODE === 'off'
       ? undefined
@@ -198,6 +202,7 @@ if (env.LIVE_TAIL === 'on') {
           asset: env.X402_ASSET,
           ledgerPath: servicePath,
           db: apiDb,
+          rankers,
           now: venueNow,
           origin: () => new URL(origin).origin,
           snapshots,
@@ -208,6 +213,7 @@ if (env.LIVE_TAIL === 'on') {
   const originUrl = new URL(origin);
   const mcp = mcpRouter({
     db: apiDb,
+    rankers,
     now: venueNow,
     tids,
     prices: TOOL_PRICES,
@@ -253,6 +259,7 @@ if (env.LIVE_TAIL === 'on') {
     mounts: [...(gateway?.mounts ?? []), { path: '/mcp', router: mcp }],
     db: apiDb,
     dbScope: apiDb.middleware,
+    rankers,
     snapshots,
     accounts,
     rates,
@@ -308,7 +315,12 @@ if (env.LIVE_TAIL === 'on') {
   // the analytics follow the venue: each refresh commits a version; signals then act on the current tags
   engine.on('published', (p, r) => {
     void venueLookup.reloadTags().catch(() => {});
-    if ('new_legs' in r) console.log(`  analytics v${p.version} as of ${p.asOf.toISOString()}: ${r.new_legs} new legs, ${r.positions} positions, ${r.wallets} wallets in ${r.total_seconds.toFixed(1)} s`);
+    void rankers.refresh();
+    if ('new_legs' in r) {
+      // the slowest steps, so an operator sees where a refresh spends its time
+      const steps = Object.entries(r.seconds).sort((x, y) => y[1] - x[1]).slice(0, 4).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ');
+      console.log(`  analytics v${p.version} as of ${p.asOf.toISOString()}: ${r.new_legs} new legs, ${r.positions} positions, ${r.wallets} wallets in ${r.total_seconds.toFixed(1)} s (${steps})`);
+    }
   });
   engine.start(env.ANALYTICS_REFRESH_MS);
   const feedSync = startResolutionFeedSync({ db: apiDb, feed: resolutionFeed, log: (m) => console.log(`  ${m}`) });

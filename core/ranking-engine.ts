@@ -13,7 +13,7 @@
  * the two equal on random configs. Pure: no I/O; the caller loads the columns (rankingColumnsSql) and reads the
  * display fields of the page's rows.
  */
-import { GATE_FIELDS, METRIC_IDS, METRICS, type GateField, type MetricId, type RankingConfig } from './rankings.ts';
+import { GATE_FIELDS, METRIC_IDS, METRICS, type ExplainCounts, type GateField, type MetricId, type Ranker, type RankingConfig } from './rankings.ts';
 import type { ColumnarRunner } from './query.ts';
 import { SMART_MONEY_TAGS } from './tags.ts';
 
@@ -59,12 +59,6 @@ export interface RankColumns {
   gate: Record<GateField, Float64Array>;
 }
 
-export interface ExplainCounts {
-  cohort: number;
-  counts: number[];
-  scored: number;
-  total: number;
-}
 
 /** A ranked page: row indices in rank order with their composite and breakdown percentiles. */
 export interface RankedPage {
@@ -265,6 +259,22 @@ export class RankingEngine {
       page.pct[id] = pageRows.map((i) => (Number.isNaN(p[i]!) ? null : p[i]!));
     }
     return page;
+  }
+}
+
+/** A RankingEngine over the rank base of one analytics version: the Ranker customRanking uses. */
+export class VersionRanker implements Ranker {
+  constructor(
+    readonly version: number,
+    readonly engine: RankingEngine,
+  ) {}
+
+  rankPage(cfg: RankingConfig, asOf: Date, breakdown: readonly MetricId[]): ReturnType<Ranker['rankPage']> {
+    const page = this.engine.rank(cfg, asOf.getTime() * 1000, breakdown);
+    const c = this.engine.cols;
+    const measured: Partial<Record<MetricId, boolean[]>> = {};
+    for (const id of breakdown) measured[id] = page.rows.map((i) => c.measured[id][i] === 1);
+    return { walletIds: page.rows.map((i) => c.walletId[i]!), ranks: page.ranks, composite: page.composite, pct: page.pct, measured, explain: page.explain };
   }
 }
 

@@ -362,7 +362,7 @@ function sortExpr(sortBy: 'composite' | MetricId, dir: 'best_first' | 'worst_fir
   return `val_${sortBy} ${desc ? 'DESC' : 'ASC'} NULLS LAST`;
 }
 
-interface ExplainCounts {
+export interface ExplainCounts {
   cohort: number;
   /** rows remaining after each configured gate, in order */
   counts: number[];
@@ -594,10 +594,11 @@ async function assembleRows(
   });
 }
 
-async function buildMeta(db: QueryRunner): Promise<{ as_of: Date }> {
-  const meta = await db.all<{ as_of: Date }>(`SELECT as_of FROM a_meta`).catch(() => []);
+async function buildMeta(db: QueryRunner): Promise<{ as_of: Date; version?: number }> {
+  const meta = await db.all<{ as_of: Date; version?: number }>(`SELECT * FROM a_meta`).catch(() => []);
   if (!meta.length) throw new RankingError('analytics_missing', 'no analytics build: run npm run analytics:build');
-  return meta[0]!;
+  const m = meta[0]!;
+  return { as_of: m.as_of, version: m.version === undefined || m.version === null ? undefined : Number(m.version) };
 }
 
 function breakdownIdsFor(cfg: RankingConfig): MetricId[] {
@@ -649,15 +650,65 @@ export async function presetRanking(db: QueryRunner, slug: string, overridesInpu
   return response(cfg, rows, e, meta.as_of, now, t0);
 }
 
-/** A custom ranking: the whole pipeline at request time over a_rank_base. */
+/**
+ * A ranking computed in memory over one analytics version's rank base (core/ranking-engine.ts implements it): the
+ * same rows, order, composite, percentiles and explain counts as boardSql, in a few linear passes.
+ */
+export interface Ranker {
+  /** the a_meta.version whose a_rank_base it holds */
+  readonly version: number;
+  rankPage(cfg: RankingConfig, asOf: Date, breakdown: readonly MetricId[]): {
+    walletIds: number[];
+    ranks: number[];
+    composite: number[];
+    pct: Partial<Record<MetricId, (number | null)[]>>;
+    measured: Partial<Record<MetricId, boolean[]>>;
+    explain: ExplainCounts;
+  };
+}
+
+/** Rankers by version (the builder keeps the latest few loaded); null when none is loaded for it. */
+export interface RankerSource {
+  at(version: number): Ranker | null;
+}
+
+/**
+ * A custom ranking as of the analytics version the request reads: by the in-memory ranker of that version when one
+ * is loaded (milliseconds over millions of wallets), else the whole pipeline in SQL over a_rank_base. Both give the
+ * same answer (test/core/ranking-engine.test.ts).
+ */
 let customBoardSeq = 0;
 
-export async function customRanking(db: QueryRunner, input: RankingConfigInput, now: Date, verdictOf: VerdictOf = copyFitnessVerdict): Promise<RankingResponse> {
+export async function customRanking(
+  db: QueryRunner,
+  input: RankingConfigInput,
+  now: Date,
+  verdictOf: VerdictOf = copyFitnessVerdict,
+  rankers?: RankerSource,
+): Promise<RankingResponse> {
   const t0 = performance.now();
   const parsed = RankingConfig.safeParse(input);
   if (!parsed.success) throw new RankingError('invalid_ranking', 'invalid ranking config', { issues: parsed.error.issues });
   const cfg = parsed.data;
   const meta = await buildMeta(db);
+  const ranker = rankers && meta.version !== undefined ? rankers.at(meta.version) : null;
+  if (ranker) {
+    const breakdown = breakdownIdsFor(cfg);
+    const page = ranker.rankPage(cfg, meta.as_of, breakdown);
+    const ids = page.walletIds;
+    const wide = ids.length ? await db.all<Record<string, unknown>>(`SELECT * FROM a_rank_base WHERE wallet_id IN (${ids.join(',')})`) : [];
+    const byId = new Map(wide.map((r) => [Number(r.wallet_id), r]));
+    const board = ids.map((id, k) => {
+      const row: Record<string, unknown> = { ...byId.get(id)!, rank: page.ranks[k], composite_score: page.composite[k] };
+      for (const m of breakdown) {
+        row[`pct_${m}`] = page.pct[m]![k];
+        row[`ms_${m}`] = page.measured[m]![k];
+      }
+      return row;
+    });
+    const rows = await assembleRows(db, board, breakdown, verdictOf);
+    return response(cfg, rows, page.explain, meta.as_of, now, t0);
+  }
   // a custom board scores only the metrics it weighs, shows or sorts by (presets store every metric)
   const needed = [...new Set([...breakdownIdsFor(cfg), ...(cfg.sort_by === 'composite' ? [] : [cfg.sort_by])])];
   // one temp table per call: concurrent custom rankings on one connection must not share (and drop) a board

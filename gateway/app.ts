@@ -6,6 +6,7 @@
  * requirements when unpaid or refused, the handler's error with nothing charged, or the answer with
  * X-PAYMENT-RESPONSE. Trader addresses in answers are EIP-55; lowercase addresses are accepted.
  */
+import type { RankerSource } from '../core/rankings.ts';
 import express, { type Request, type Response, type Router } from 'express';
 import { getAddress, isAddress } from 'viem';
 import { z } from 'zod';
@@ -22,6 +23,8 @@ import { AGENT_ROUTES, atomicToUsd, usdToAtomic } from './payment/pricing.ts';
 
 export interface GatewayDeps {
   db: QueryRunner;
+  /** in-memory rankers of the latest analytics versions (jobs/analytics/rankers.ts); without them custom rankings run in SQL */
+  rankers?: RankerSource;
   gate: PaymentGate;
   /** the venue clock for "as of now" answers */
   now: () => Date;
@@ -160,7 +163,7 @@ export function gatewayRouters(deps: GatewayDeps): { agent: Router; info: Router
     paid('rankings.custom', async (req) => {
       const parsed = RankingConfig.safeParse(req.body ?? {});
       if (!parsed.success) throw new RankingError('invalid_ranking', 'the ranking config is invalid', { issues: parsed.error.issues });
-      return async () => customRanking(deps.db, parsed.data, asOf());
+      return async () => customRanking(deps.db, parsed.data, asOf(), undefined, deps.rankers);
     }),
   );
 

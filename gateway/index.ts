@@ -2,6 +2,7 @@
  * Composition of the agent gateway: the facilitator (a remote v1 facilitator by URL, or the local development
  * stack: anvil + test USDC + local facilitator), the durable ledger, the payment gate and the routers.
  */
+import type { RankerSource } from '../core/rankings.ts';
 import { getAddress } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import type { TidIndex } from '../core/public.ts';
@@ -24,6 +25,8 @@ export interface GatewayOptions {
   asset?: string;
   ledgerPath: string;
   db: QueryRunner;
+  /** in-memory rankers of the latest analytics versions (jobs/analytics/rankers.ts); without them custom rankings run in SQL */
+  rankers?: RankerSource;
   now: () => Date;
   origin: () => string;
   snapshots?: SnapshotStore;
@@ -78,7 +81,7 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
     if (n) o.log(`x402: ${n} reservation(s) left by a crash expired unsettled`);
   }, 600_000);
   expire.unref();
-  const { agent, info } = gatewayRouters({ db: o.db, gate, now: o.now, origin: o.origin, snapshots: o.snapshots, tidKey: o.tidKey, tids: o.tids, facilitator: description });
+  const { agent, info } = gatewayRouters({ db: o.db, rankers: o.rankers, gate, now: o.now, origin: o.origin, snapshots: o.snapshots, tidKey: o.tidKey, tids: o.tids, facilitator: description });
   return {
     gate,
     chain,

@@ -15,6 +15,7 @@
  * The tool's output is computed and validated against its output schema before settlement, so a failure is never
  * charged. Business and validation errors are isError results carrying {error, message} (never protocol errors).
  */
+import type { RankerSource } from '../core/rankings.ts';
 import { randomBytes } from 'node:crypto';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { hostHeaderValidation } from '@modelcontextprotocol/sdk/server/middleware/hostHeaderValidation.js';
@@ -102,6 +103,8 @@ export function x402Access(payments: ToolPayments | undefined, resourceUrl: (pri
 
 export interface McpServerDeps {
   db: QueryRunner;
+  /** in-memory rankers of the latest analytics versions (jobs/analytics/rankers.ts); without them custom rankings run in SQL */
+  rankers?: RankerSource;
   /** the venue's clock: tools answer "as of now" (never before the analytics build) */
   now: () => Date;
   /** secret (>= 16 bytes) keying the opaque trader ids of search; default: a random key (tids then last a process) */
@@ -153,7 +156,7 @@ export function paymentRequiredResult(body: McpPaymentRequiredBody, receipt?: Mc
 
 export function createMcpServer(deps: McpServerDeps): McpServer {
   checkPrices(deps.prices);
-  const ctx: ToolContext = { db: deps.db, now: deps.now, tids: deps.tids ?? new TidIndex(deps.tidKey ?? randomBytes(32)) };
+  const ctx: ToolContext = { db: deps.db, rankers: deps.rankers, now: deps.now, tids: deps.tids ?? new TidIndex(deps.tidKey ?? randomBytes(32)) };
   const server = new McpServer(
     { name: MCP_SERVER_NAME, version: MCP_SERVER_VERSION, title: 'Prediction-market skill analytics' },
     {
@@ -252,7 +255,7 @@ export function mcpRouter(deps: McpRouterDeps): express.Router {
     } else {
       authorize = x402Access(deps.payments, resourceUrl);
     }
-    const server = createMcpServer({ db: deps.db, now: deps.now, tids, prices: deps.prices, authorize });
+    const server = createMcpServer({ db: deps.db, rankers: deps.rankers, now: deps.now, tids, prices: deps.prices, authorize });
     // stateless: no session id; one JSON answer per POST (no SSE stream); bodies the transport reads itself are capped
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true, maxRequestBodySize: MAX_BODY_BYTES });
     res.on('close', () => {

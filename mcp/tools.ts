@@ -7,6 +7,7 @@
  * Transport-free: mcp/server.ts registers these on an McpServer, decides who pays, and turns errors into isError
  * results. docs/mcp.md is the reference.
  */
+import type { RankerSource } from '../core/rankings.ts';
 import { TOOL_PRICES } from '../gateway/payment/pricing.ts';
 import { createHash } from 'node:crypto';
 import { getAddress } from 'viem';
@@ -158,6 +159,8 @@ export function toolErrorBody(e: unknown): ToolErrorBody {
 
 export interface ToolContext {
   db: QueryRunner;
+  /** in-memory rankers of the latest analytics versions (jobs/analytics/rankers.ts); without them custom rankings run in SQL */
+  rankers?: RankerSource;
   /** the venue's clock ("as of now") */
   now: () => Date;
   /** opaque trader ids of search results (shared by every request of a process) */
@@ -416,7 +419,7 @@ const rankTraders = defineTool({
     const { T, build } = await asOfNow(ctx);
     const r = a.preset
       ? await presetRanking(ctx.db, a.preset, { ...(a.overrides ?? {}), limit: a.limit, offset }, T)
-      : await customRanking(ctx.db, { ...a.config!, limit: a.limit, offset }, T);
+      : await customRanking(ctx.db, { ...a.config!, limit: a.limit, offset }, T, undefined, ctx.rankers);
     const preset = a.preset ? PRESETS.find((p) => p.slug === a.preset)! : null;
     const rows = r.rows.map(compactRow);
     const build_ = (kept: RankRow[], truncated: Truncated): RankTradersOutput => ({

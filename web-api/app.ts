@@ -3,6 +3,7 @@
  * the resolutions feed. Every non-2xx JSON body is the spec's error object (web-api/errors.ts). Anonymous callers
  * reach /v1/public/*, /v1/auth/* and the OpenAPI document; everything else needs a session cookie or an API key.
  */
+import type { RankerSource } from '../core/rankings.ts';
 import express, { type Express, type RequestHandler } from 'express';
 import { z } from 'zod';
 import type { TidIndex } from '../core/public.ts';
@@ -37,6 +38,8 @@ import { type PushApi, type WebhookApi, webhookRouter } from './webhooks.ts';
 
 export interface AppDeps {
   db: QueryRunner;
+  /** in-memory rankers of the latest analytics versions (jobs/analytics/rankers.ts); without them custom rankings run in SQL */
+  rankers?: RankerSource;
   /**
    * Opens one read snapshot per request (data/snapshot-runner.ts, the `db`'s middleware): every statement of a
    * request, on any surface mounted here (REST, public, agent gateway, MCP), sees one analytics version.
@@ -226,7 +229,7 @@ export function createApp(deps: AppDeps): Express {
   app.get('/v1/rankings', async (req, res) => {
     const cfg = customConfigFromQuery(req.query);
     if ((cfg.extra_metrics ?? []).length) requireFeature(requireAuth(res), 'extra_metrics');
-    res.json(await customRanking(deps.db, cfg, venueNow()));
+    res.json(await customRanking(deps.db, cfg, venueNow(), undefined, deps.rankers));
   });
 
   app.use(notFound);

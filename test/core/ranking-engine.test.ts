@@ -12,6 +12,7 @@ import { RankingEngine, loadRankColumns, sortedMeasured } from '../../core/ranki
 import { GATE_FIELDS, METRIC_IDS, RankingConfig, customRanking, type GateField, type MetricId } from '../../core/rankings.ts';
 import { SMART_MONEY_TAGS } from '../../core/tags.ts';
 import { duckRunner } from '../../data/runner.ts';
+import { RankerCache } from '../../jobs/analytics/rankers.ts';
 import { makeVenue, type TestVenue } from '../helpers/venue.ts';
 
 const T = new Date('2026-10-31T23:59:59Z');
@@ -94,6 +95,26 @@ describe('engine = SQL', () => {
         }
       }),
       { numRuns: 60 },
+    );
+  }, 300_000);
+});
+
+describe('customRanking through the loaded ranker', () => {
+  it('answers exactly as the SQL pipeline (rows, every field, explain), and only for its own version', async () => {
+    const rankers = new RankerCache(v.instance);
+    await rankers.refresh();
+    const db = duckRunner(v.conn);
+    const [m] = await v.rows<{ version: number }>(`SELECT version FROM a_meta`);
+    expect(rankers.at(Number(m!.version))).not.toBeNull();
+    expect(rankers.at(Number(m!.version) + 1)).toBeNull();
+    await fc.assert(
+      fc.asyncProperty(config, async (input) => {
+        const sql = await customRanking(db, input, T);
+        const fast = await customRanking(db, input, T, undefined, rankers);
+        const strip = (r: typeof sql) => ({ ...r, query_ms: 0 });
+        expect(strip(fast)).toEqual(strip(sql));
+      }),
+      { numRuns: 25 },
     );
   }, 300_000);
 });
