@@ -4,7 +4,9 @@
  * The cohort is the demo venue's analytics build (100k wallets, from `npm run analytics:build -- --venue <demo dir>
  * --db var/demo-analytics.duckdb`) replicated `copies` times with fresh wallet ids and addresses, so the ranking
  * path (boards, gate counts, row assembly) runs at full scale without the full-scale build. Prints the board build
- * time, and p50 / p95 / max of uncached preset rankings (plain and with overrides) and of custom rankings.
+ * time, and p50 / p95 / max of uncached preset rankings (plain and with overrides) and of custom rankings, in SQL
+ * and through the in-memory ranker the service keeps per analytics version (its load time too). Custom configs
+ * are random valid RankingConfigs (cohort filters, gates, weights, sorts, pages), the same for both paths.
  */
 import { parseArgs } from 'node:util';
 import { rm } from 'node:fs/promises';
@@ -12,6 +14,7 @@ import { resolve } from 'node:path';
 import { PRESETS, buildBoards, customRanking, presetRanking } from '../core/rankings.ts';
 import { openDuckDB, queryRows, sqlString } from '../data/duckdb.ts';
 import { duckRunner } from '../data/runner.ts';
+import { RankingEngine, VersionRanker, loadRankColumns } from '../core/ranking-engine.ts';
 
 const { values } = parseArgs({ options: { source: { type: 'string' }, copies: { type: 'string' }, runs: { type: 'string' } } });
 const source = resolve(values.source ?? 'var/demo-analytics.duckdb');
@@ -69,6 +72,32 @@ const configs = [
   { gates: [], weights: { volume: 1 } },
 ] as const;
 for (let i = 0; i < Math.max(3, Math.floor(runs / 8)); i++) custom.push(await time(() => customRanking(db, configs[i % configs.length] as never, now)));
+// the in-memory ranker of this version, as the service loads it after each publish
+const t2 = performance.now();
+const version = Number((await queryRows<{ v: number }>(conn, `SELECT version AS v FROM a_meta`))[0]?.v ?? 1);
+const ranker = new VersionRanker(version, new RankingEngine(await loadRankColumns(db)));
+const rankerLoadSeconds = (performance.now() - t2) / 1000;
+const rankers = { at: (v: number) => (v === version ? ranker : null) };
+// random valid configs (a fixed seed: the same list every run)
+let seed = 7;
+const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
+const metricIds = ['calibration', 'alpha_24h', 'sharpe', 'realized_pnl', 'volume', 'win_rate', 'brier'] as const;
+const randomConfig = () => ({
+  cohort: { ...(rnd() < 0.5 ? { active_within_days: pick([1, 7, 30]) } : {}), ...(rnd() < 0.3 ? { min_trades: pick([5, 50]) } : {}), ...(rnd() < 0.3 ? { exclude_clusters: true } : {}) },
+  gates: rnd() < 0.6 ? [{ field: pick(['trade_count', 'n_resolved_markets', 'markets_traded']), op: 'gte', value: pick([5, 20, 30]) }] : [],
+  weights: Object.fromEntries([pick(metricIds), pick(metricIds)].map((m) => [m, pick([1, 2])])),
+  sort_by: rnd() < 0.8 ? 'composite' : pick(metricIds),
+  limit: pick([10, 50, 100]),
+  offset: pick([0, 0, 100]),
+});
+const fast: number[] = [];
+const customRandomSql: number[] = [];
+for (let i = 0; i < runs * 2; i++) {
+  const cfg = randomConfig();
+  fast.push(await time(() => customRanking(db, cfg as never, now, undefined, rankers)));
+  if (i < Math.max(3, Math.floor(runs / 8))) customRandomSql.push(await time(() => customRanking(db, cfg as never, now)));
+}
 console.log(
   JSON.stringify(
     {
@@ -81,7 +110,10 @@ console.log(
       boards_build_seconds: Number(boardSeconds.toFixed(1)),
       preset_uncached: stats(plain),
       preset_with_overrides_uncached: stats(overridden),
-      custom: stats(custom),
+      custom_sql: stats(custom),
+      custom_random_sql: stats(customRandomSql),
+      ranker_load_seconds: Number(rankerLoadSeconds.toFixed(1)),
+      custom_in_memory_random_configs: stats(fast),
       peak_rss_mb: Math.round(process.memoryUsage().rss / 2 ** 20),
     },
     null,
