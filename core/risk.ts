@@ -145,10 +145,13 @@ export function riskLegsSql(T: string, slice?: WalletSlice): string {
       SELECT wallet_id FROM legs, bounds WHERE ts >= d0 GROUP BY wallet_id HAVING count(DISTINCT date_trunc('day', ts)) >= ${MIN_RISK_DAYS})`;
 }
 
-/** SQL (a SELECT): per wallet Sharpe, Sortino, max drawdown over the window, as riskStats() defines them. */
-export function walletRiskSql(asOf: AsOf, windowDays = RISK_WINDOW_DAYS, slice?: WalletSlice): string {
-  return `WITH r AS (SELECT wallet_id, day, ret FROM (${dailyReturnsSql(asOf, windowDays, slice)}) WHERE ret IS NOT NULL),
-    w AS (SELECT *, sum(ln(1 + greatest(ret, -0.9999))) OVER (PARTITION BY wallet_id ORDER BY day ROWS UNBOUNDED PRECEDING) AS lw FROM r),
+/**
+ * SQL (a SELECT) of riskStats() per wallet over a relation `returns` of (wallet_id, day, ret): the compounded index,
+ * its drawdown, and the statistics. Shared by the one-statement build (walletRiskSql) and the live engine's
+ * a_risk_daily (core/analytics/risk.ts).
+ */
+export function riskStatsOverSql(returns: string): string {
+  return `WITH w AS (SELECT *, sum(ln(1 + greatest(ret, -0.9999))) OVER (PARTITION BY wallet_id ORDER BY day ROWS UNBOUNDED PRECEDING) AS lw FROM ${returns}),
     dd AS (SELECT *, lw - greatest(0, max(lw) OVER (PARTITION BY wallet_id ORDER BY day ROWS UNBOUNDED PRECEDING)) AS under FROM w)
     SELECT wallet_id, count(*)::INTEGER AS risk_days,
       CASE WHEN count(*) >= ${MIN_RISK_DAYS} AND stddev_samp(ret) > 0 THEN avg(ret) / stddev_samp(ret) * ${ANNUALIZE} END AS sharpe,
@@ -156,4 +159,9 @@ export function walletRiskSql(asOf: AsOf, windowDays = RISK_WINDOW_DAYS, slice?:
       CASE WHEN count(*) >= ${MIN_RISK_DAYS} THEN 1 - exp(least(0, min(under))) END AS max_drawdown,
       CASE WHEN count(*) >= ${MIN_RISK_DAYS} THEN avg(ret) END AS mean_daily_return
     FROM dd GROUP BY wallet_id`;
+}
+
+/** SQL (a SELECT): per wallet Sharpe, Sortino, max drawdown over the window, as riskStats() defines them. */
+export function walletRiskSql(asOf: AsOf, windowDays = RISK_WINDOW_DAYS, slice?: WalletSlice): string {
+  return riskStatsOverSql(`(SELECT wallet_id, day, ret FROM (${dailyReturnsSql(asOf, windowDays, slice)}) WHERE ret IS NOT NULL)`);
 }

@@ -17,43 +17,9 @@
 import type { WalletScope } from './wallets.ts';
 import { scopeSql } from './wallets.ts';
 import { DAY_US } from './position-stream.ts';
+import { MIN_CAPITAL_USD, MIN_RISK_DAYS, RISK_WINDOW_DAYS, riskStatsOverSql } from '../risk.ts';
 
-export const RISK_WINDOW_DAYS = 90;
-export const MIN_RISK_DAYS = 10;
-export const MIN_CAPITAL_USD = 1;
-const ANNUALIZE = Math.sqrt(365);
-
-export interface RiskStats {
-  n_days: number;
-  sharpe: number | null;
-  sortino: number | null;
-  max_drawdown: number | null;
-  mean_daily_return: number | null;
-}
-
-/** Reference statistics over a series of daily returns (tests' oracle for the SQL, and single-wallet use). */
-export function riskStats(returns: readonly number[]): RiskStats {
-  const n = returns.length;
-  if (n < MIN_RISK_DAYS) return { n_days: n, sharpe: null, sortino: null, max_drawdown: null, mean_daily_return: null };
-  const mean = returns.reduce((a, b) => a + b, 0) / n;
-  const variance = returns.reduce((a, r) => a + (r - mean) ** 2, 0) / (n - 1);
-  const downside = Math.sqrt(returns.reduce((a, r) => a + Math.min(r, 0) ** 2, 0) / n);
-  let logWealth = 0;
-  let peak = 0;
-  let worst = 0;
-  for (const r of returns) {
-    logWealth += Math.log(1 + Math.max(r, -0.9999));
-    peak = Math.max(peak, logWealth);
-    worst = Math.min(worst, logWealth - peak);
-  }
-  return {
-    n_days: n,
-    sharpe: variance > 0 ? (mean / Math.sqrt(variance)) * ANNUALIZE : null,
-    sortino: downside > 0 ? (mean / downside) * ANNUALIZE : null,
-    max_drawdown: 1 - Math.exp(worst),
-    mean_daily_return: mean,
-  };
-}
+export { MIN_CAPITAL_USD, MIN_RISK_DAYS, RISK_WINDOW_DAYS, riskStats, type RiskStats } from '../risk.ts';
 
 /** Per wallet and completed day: P&L, capital at work, and whether the wallet moved tokens that day. */
 export const RISK_DAILY_DDL = `CREATE TABLE IF NOT EXISTS a_risk_daily (wallet_id INTEGER NOT NULL, day TIMESTAMP NOT NULL, pnl DOUBLE NOT NULL, capital DOUBLE NOT NULL, moved BOOLEAN NOT NULL)`;
@@ -77,15 +43,8 @@ export function riskStatsSql(tUs: number, scope: WalletScope, days = RISK_WINDOW
   const { d0, d1 } = riskWindow(tUs, days);
   return `WITH win AS (SELECT * FROM a_risk_daily WHERE day >= ${tsUs(d0)} AND day < ${tsUs(d1)} AND ${scopeSql(scope)}),
     act AS (SELECT wallet_id FROM win WHERE moved GROUP BY wallet_id HAVING count(*) >= ${MIN_RISK_DAYS}),
-    r AS (SELECT wallet_id, day, pnl / capital AS ret FROM win SEMI JOIN act USING (wallet_id) WHERE capital >= ${MIN_CAPITAL_USD}),
-    w AS (SELECT *, sum(ln(1 + greatest(ret, -0.9999))) OVER (PARTITION BY wallet_id ORDER BY day ROWS UNBOUNDED PRECEDING) AS lw FROM r),
-    dd AS (SELECT *, lw - greatest(0, max(lw) OVER (PARTITION BY wallet_id ORDER BY day ROWS UNBOUNDED PRECEDING)) AS under FROM w)
-    SELECT wallet_id, count(*)::INTEGER AS risk_days,
-      CASE WHEN count(*) >= ${MIN_RISK_DAYS} AND stddev_samp(ret) > 0 THEN avg(ret) / stddev_samp(ret) * ${ANNUALIZE} END AS sharpe,
-      CASE WHEN count(*) >= ${MIN_RISK_DAYS} AND avg(least(ret, 0) * least(ret, 0)) > 0 THEN avg(ret) / sqrt(avg(least(ret, 0) * least(ret, 0))) * ${ANNUALIZE} END AS sortino,
-      CASE WHEN count(*) >= ${MIN_RISK_DAYS} THEN 1 - exp(least(0, min(under))) END AS max_drawdown,
-      CASE WHEN count(*) >= ${MIN_RISK_DAYS} THEN avg(ret) END AS mean_daily_return
-    FROM dd GROUP BY wallet_id`;
+    r AS (SELECT wallet_id, day, pnl / capital AS ret FROM win SEMI JOIN act USING (wallet_id) WHERE capital >= ${MIN_CAPITAL_USD})
+    SELECT * FROM (${riskStatsOverSql('r')})`;
 }
 
 /** Token day-end values the day close needs, written by the engine from its MidIndex: v_prev (day before), v_cur. */
