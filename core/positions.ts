@@ -120,7 +120,16 @@ export function positionsSql(asOf: AsOf): string {
       CASE WHEN r.market_id IS NULL THEN NULL WHEN m.outcome_index = 0 THEN r.payout_yes ELSE r.payout_no END AS payout,
       coalesce(d.redeemed_shares, 0) AS redeemed_shares
     FROM marks m LEFT JOIN res r USING (market_id) LEFT JOIN redeemed d USING (wallet_id, market_id, outcome_index)),
-  pnl AS (
+  ${positionPnlSql()}`;
+}
+
+/**
+ * The P&L and label columns of positions, as the tail of a WITH: a CTE `pnl` over a relation `valued` (the position
+ * columns plus resolved, winner_index, is_void, payout, redeemed_shares, mark), then the SELECT of every public
+ * position column followed by `extra` columns of `valued`. Shared by positionsSql and the live engine's a_positions.
+ */
+export function positionPnlSql(extra: readonly string[] = []): string {
+  return `pnl AS (
     SELECT *,
       round(CASE WHEN resolved THEN trade_pnl + shares * payout - cost_basis ELSE trade_pnl END, 6) AS realized_pnl,
       round(CASE WHEN resolved THEN 0 ELSE shares * coalesce(mark, cost_basis / nullif(shares, 0), 0) - cost_basis END, 6) AS unrealized_pnl
@@ -132,7 +141,7 @@ export function positionsSql(asOf: AsOf): string {
     CASE WHEN resolved THEN ${labelSql('realized_pnl', 'outcome_index', 'winner_index', 'is_void')} END AS pnl_label,
     CASE WHEN NOT resolved THEN 'OPEN'
          WHEN payout > 0 AND shares - redeemed_shares > ${DUST_SHARES} THEN 'REDEEMABLE'
-         ELSE ${labelSql('realized_pnl', 'outcome_index', 'winner_index', 'is_void')} END AS status
+         ELSE ${labelSql('realized_pnl', 'outcome_index', 'winner_index', 'is_void')} END AS status${extra.map((c) => `, ${c}`).join('')}
   FROM pnl`;
 }
 

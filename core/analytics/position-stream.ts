@@ -16,10 +16,9 @@
  * Pure: no I/O. The caller passes lookups (MidIndex, per-market resolution arrays) and sinks that copy each output
  * row synchronously (the output objects are reused).
  */
+import { DUST_SHARES } from '../positions.ts';
 import { MidIndex, tokenOf, type MidCursor } from './mid-index.ts';
 
-/** Shares below this count as a closed position (dust left by rounding). */
-export const DUST_SHARES = 1e-6;
 export const HOUR_US = 3_600_000_000;
 export const DAY_US = 86_400_000_000;
 /** Alpha horizons (methodology "Alpha versus mid"): 1 h and 24 h after the fill. */

@@ -7,10 +7,8 @@
  * redeemed or not); unrealized marks open shares to the latest mid (at cost when there is none). Labels follow the
  * methodology's 0.01 USD band; REDEEMABLE (resolved in the holder's favour, not yet claimed) is never overwritten.
  */
-import { DUST_SHARES } from './position-stream.ts';
+import { positionPnlSql } from '../positions.ts';
 
-/** The +/- USD band inside which the winning side decides WON/LOST (spec: position dust band). */
-export const PNL_BAND_USD = 0.01;
 
 /** The position stream's output: one row per position as of a_meta.as_of (no derived columns). */
 export const POSITION_STATE_DDL = `CREATE TABLE IF NOT EXISTS a_position_state (
@@ -32,40 +30,6 @@ export const POSITION_STATE_COLUMNS = [
 /** The latest mid per token as of T (written from the MidIndex, so every reader agrees on ties). */
 export const MARKS_DDL = `CREATE TABLE IF NOT EXISTS a_marks (market_id INTEGER NOT NULL, outcome_index UTINYINT NOT NULL, mark DOUBLE NOT NULL)`;
 
-/** The methodology's label rule as SQL over a resolved position's final P&L (NULL when unresolved). */
-export function labelSql(pnl: string, outcome: string, winnerIndex: string, isVoid: string): string {
-  return `CASE WHEN ${pnl} > ${PNL_BAND_USD} THEN 'WON'
-    WHEN ${pnl} < -${PNL_BAND_USD} THEN 'LOST'
-    WHEN ${isVoid} THEN 'VOID'
-    WHEN ${winnerIndex} = ${outcome} THEN 'WON'
-    ELSE 'LOST' END`;
-}
-
-export type PositionLabel = 'WON' | 'LOST' | 'VOID';
-export type PositionStatus = PositionLabel | 'REDEEMABLE' | 'OPEN';
-
-/**
- * The same rule in TypeScript. `isVoid` covers INVALID and ties / multi-outcome payouts (winner null): both sides
- * are paid by numerators, so no side "won" and the band case reads VOID.
- */
-export function labelPosition(pnl: number, outcome: number, winnerIndex: number, isVoid: boolean): PositionLabel {
-  if (pnl > PNL_BAND_USD) return 'WON';
-  if (pnl < -PNL_BAND_USD) return 'LOST';
-  if (isVoid) return 'VOID';
-  return winnerIndex === outcome ? 'WON' : 'LOST';
-}
-
-/** win_rate_pct = 100 * WON / (WON + LOST); null (never 0) when nothing is resolved. */
-export function winRatePct(labels: readonly PositionLabel[]): number | null {
-  let won = 0;
-  let lost = 0;
-  for (const l of labels) {
-    if (l === 'WON') won++;
-    else if (l === 'LOST') lost++;
-  }
-  return won + lost === 0 ? null : (100 * won) / (won + lost);
-}
-
 /**
  * a_positions: the state rows with what depends on the market as of the state's T (a_meta.as_of) — resolution,
  * payout, the latest mid — and the derived P&L and labels. A view, so a resolution or a moved mark changes no
@@ -73,7 +37,7 @@ export function winRatePct(labels: readonly PositionLabel[]): number | null {
  */
 export const POSITIONS_VIEW_DDL = `CREATE OR REPLACE VIEW a_positions AS
   WITH t AS (SELECT as_of FROM a_meta LIMIT 1),
-  v AS (
+  valued AS (
     SELECT s.wallet_id, s.market_id, s.outcome_index, s.shares, s.cost_basis, s.trade_pnl, s.bought_shares, s.entry_price,
       s.volume_usdc, s.trades, s.n_taker, s.n_buys, s.n_contra, s.first_ts, s.last_ts, s.first_fill_ts, s.last_fill_ts, s.first_buy_ts,
       s.redeemed_shares, s.a1_num, s.a1_den, s.a1_n, s.a24_num, s.a24_den, s.a24_n, s.ares_num, s.ares_den, s.ares_n,
@@ -84,21 +48,7 @@ export const POSITIONS_VIEW_DDL = `CREATE OR REPLACE VIEW a_positions AS
     FROM a_position_state s
       LEFT JOIN (SELECT r.* FROM resolutions r, t WHERE r.resolved_at <= t.as_of) r USING (market_id)
       LEFT JOIN a_marks k USING (market_id, outcome_index)),
-  pnl AS (
-    SELECT *,
-      round(CASE WHEN resolved THEN trade_pnl + shares * payout - cost_basis ELSE trade_pnl END, 6) AS realized_pnl,
-      round(CASE WHEN resolved THEN 0 ELSE shares * coalesce(mark, cost_basis / nullif(shares, 0), 0) - cost_basis END, 6) AS unrealized_pnl
-    FROM v)
-  SELECT wallet_id, market_id, outcome_index, shares, cost_basis, cost_basis / nullif(shares, 0) AS avg_price, bought_shares,
-    entry_price, realized_pnl, unrealized_pnl, realized_pnl + unrealized_pnl AS total_pnl, volume_usdc, trades, first_ts, last_ts,
-    resolved, winner_index, is_void, payout, redeemed_shares, mark,
-    CASE WHEN resolved THEN ${labelSql('realized_pnl', 'outcome_index', 'winner_index', 'is_void')} END AS pnl_label,
-    CASE WHEN NOT resolved THEN 'OPEN'
-         WHEN payout > 0 AND shares - redeemed_shares > ${DUST_SHARES} THEN 'REDEEMABLE'
-         ELSE ${labelSql('realized_pnl', 'outcome_index', 'winner_index', 'is_void')} END AS status,
-    trade_pnl, n_taker, n_buys, n_contra, first_fill_ts, last_fill_ts, first_buy_ts,
-    a1_num, a1_den, a1_n, a24_num, a24_den, a24_n, ares_num, ares_den, ares_n
-  FROM pnl`;
+  ${positionPnlSql(['trade_pnl', 'n_taker', 'n_buys', 'n_contra', 'first_fill_ts', 'last_fill_ts', 'first_buy_ts', 'a1_num', 'a1_den', 'a1_n', 'a24_num', 'a24_den', 'a24_n', 'ares_num', 'ares_den', 'ares_n'])}`;
 
 export const HOLDS_DDL = `CREATE TABLE IF NOT EXISTS a_holds (
     wallet_id INTEGER NOT NULL, market_id INTEGER NOT NULL, outcome_index UTINYINT NOT NULL, start_ts TIMESTAMP NOT NULL, exit_ts TIMESTAMP,
