@@ -130,18 +130,27 @@ export function skillDeviate(z: number | null, skew: number | null): number | nu
 }
 
 /**
+ * SQL aggregate columns of a calibration summary over calibration inputs (p, o), for the caller's GROUP BY: brier,
+ * calibration_excess, calibration_excess_z, calibration_skew (as calibrationSummary defines them).
+ */
+export const CALIBRATION_AGGREGATES_SQL = `avg((p - o) * (p - o)) AS brier, avg(p - o) AS calibration_excess,
+        CASE WHEN sum(p * (1 - p)) > 0 THEN sum(p - o) / sqrt(sum(p * (1 - p))) END AS calibration_excess_z,
+        CASE WHEN sum(p * (1 - p)) > 0 THEN sum(p * (1 - p) * (1 - 2 * p)) / pow(sum(p * (1 - p)), 1.5) END AS calibration_skew`;
+
+/** skillDeviate() in SQL over the columns calibration_excess_z and calibration_skew. */
+export const SKILL_DEVIATE_SQL = `-calibration_excess_z - coalesce(calibration_skew, 0) * (calibration_excess_z * calibration_excess_z - 1) / 6`;
+
+/**
  * SQL: per-wallet calibration summary over calibration inputs, with calibration_excess_z_pctile among ranked
  * wallets: 100 * (1 - percent_rank by z ascending), so the most negative z reads 100, the worst 0, a lone wallet 100.
  */
 export function walletCalibrationSql(inputs: string): string {
   return `WITH c AS (
       SELECT wallet_id, count(*) AS n_positions, count(DISTINCT market_id) AS n_markets,
-        avg((p - o) * (p - o)) AS brier, avg(p - o) AS calibration_excess,
-        CASE WHEN sum(p * (1 - p)) > 0 THEN sum(p - o) / sqrt(sum(p * (1 - p))) END AS calibration_excess_z,
-        CASE WHEN sum(p * (1 - p)) > 0 THEN sum(p * (1 - p) * (1 - 2 * p)) / pow(sum(p * (1 - p)), 1.5) END AS calibration_skew,
+        ${CALIBRATION_AGGREGATES_SQL},
         sum(p * (1 - p)) AS calibration_variance
       FROM ${inputs} GROUP BY wallet_id)
-    SELECT *, -calibration_excess_z - coalesce(calibration_skew, 0) * (calibration_excess_z * calibration_excess_z - 1) / 6 AS skill_deviate,
+    SELECT *, ${SKILL_DEVIATE_SQL} AS skill_deviate,
       n_markets >= ${MIN_RESOLVED_MARKETS} AS calibration_ranked,
       CASE WHEN n_markets >= ${MIN_RESOLVED_MARKETS} AND calibration_excess_z IS NOT NULL
         THEN 100 * (1 - percent_rank() OVER (PARTITION BY (n_markets >= ${MIN_RESOLVED_MARKETS} AND calibration_excess_z IS NOT NULL)

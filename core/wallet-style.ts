@@ -81,10 +81,18 @@ export function walletCategorySql(asOf: AsOf, positions = 'a_positions'): string
         calibration_skew, skill_deviate,
         (n_markets >= ${BEST_CATEGORY_MIN_MARKETS} AND calibration_excess_z IS NOT NULL) AS eligible
       FROM cat_cal),
-    cat_ranked AS (
+    ${bestCategorySql('cat_rows')}`;
+}
+
+/**
+ * The tail of a WITH over `rows` (wallet_id, category, n_markets, calibration_excess_z, eligible, ...): every row
+ * with its category_rank among the wallet's eligible categories and the wallet's best category on every row.
+ */
+export function bestCategorySql(rows: string): string {
+  return `cat_ranked AS (
       SELECT *, CASE WHEN eligible THEN row_number() OVER (PARTITION BY wallet_id, eligible
         ORDER BY calibration_excess_z ASC, n_markets DESC, category ASC) END AS category_rank
-      FROM cat_rows)
+      FROM ${rows})
     SELECT r.*, b.category AS best_category, b.calibration_excess_z AS best_category_z, b.n_markets AS best_category_markets
     FROM cat_ranked r LEFT JOIN cat_ranked b ON b.wallet_id = r.wallet_id AND b.category_rank = 1`;
 }

@@ -15,10 +15,10 @@
  *   thin-market shares, closed holds and their median length.
  * - a_category: calibration per (wallet, category) and the wallet's best category (wallet-style.ts's rule).
  */
-import { MIN_RESOLVED_MARKETS, calibrationInputsSql } from '../calibration.ts';
+import { CALIBRATION_AGGREGATES_SQL, MIN_RESOLVED_MARKETS, SKILL_DEVIATE_SQL, calibrationInputsSql } from '../calibration.ts';
 import { tsLiteral, type AsOf } from '../query.ts';
 import { COPY_RULES } from '../copy-rules.ts';
-import { BEST_CATEGORY_MIN_MARKETS } from '../wallet-style.ts';
+import { BEST_CATEGORY_MIN_MARKETS, bestCategorySql } from '../wallet-style.ts';
 
 /** A wallet scope: every wallet, or the wallets listed in a table with a wallet_id column. */
 export type WalletScope = { all: true } | { table: string };
@@ -76,12 +76,10 @@ export function pnlSql(scope: WalletScope): string {
 export function calibrationSql(scope: WalletScope): string {
   return `WITH c AS (
       SELECT wallet_id, count(*) AS n_positions, count(DISTINCT market_id) AS n_markets,
-        avg((p - o) * (p - o)) AS brier, avg(p - o) AS calibration_excess,
-        CASE WHEN sum(p * (1 - p)) > 0 THEN sum(p - o) / sqrt(sum(p * (1 - p))) END AS calibration_excess_z,
-        CASE WHEN sum(p * (1 - p)) > 0 THEN sum(p * (1 - p) * (1 - 2 * p)) / pow(sum(p * (1 - p)), 1.5) END AS calibration_skew,
+        ${CALIBRATION_AGGREGATES_SQL},
         sum(p * (1 - p)) AS calibration_variance
       FROM (${calibrationInputsSql(`(SELECT * FROM a_positions WHERE ${scopeSql(scope)})`)}) GROUP BY wallet_id)
-    SELECT *, -calibration_excess_z - coalesce(calibration_skew, 0) * (calibration_excess_z * calibration_excess_z - 1) / 6 AS skill_deviate,
+    SELECT *, ${SKILL_DEVIATE_SQL} AS skill_deviate,
       n_markets >= ${MIN_RESOLVED_MARKETS} AS calibration_ranked
     FROM c`;
 }
@@ -120,18 +118,11 @@ export function categorySql(asOf: AsOf, scope: WalletScope): string {
       FROM (${calibrationInputsSql(`(SELECT * FROM a_positions WHERE ${scopeSql(scope)})`)}) WHERE category IS NOT NULL AND resolved_at <= ${T}),
     cat_cal AS (
       SELECT wallet_id, category, count(*)::INTEGER AS n_positions, count(DISTINCT market_id)::INTEGER AS n_markets,
-        avg((p - o) * (p - o)) AS brier, avg(p - o) AS calibration_excess,
-        CASE WHEN sum(p * (1 - p)) > 0 THEN sum(p - o) / sqrt(sum(p * (1 - p))) END AS calibration_excess_z,
-        CASE WHEN sum(p * (1 - p)) > 0 THEN sum(p * (1 - p) * (1 - 2 * p)) / pow(sum(p * (1 - p)), 1.5) END AS calibration_skew
+        ${CALIBRATION_AGGREGATES_SQL}
       FROM cat_inputs GROUP BY wallet_id, category),
     cat_rows AS (
-      SELECT *, -calibration_excess_z - coalesce(calibration_skew, 0) * (calibration_excess_z * calibration_excess_z - 1) / 6 AS skill_deviate,
+      SELECT *, ${SKILL_DEVIATE_SQL} AS skill_deviate,
         (n_markets >= ${BEST_CATEGORY_MIN_MARKETS} AND calibration_excess_z IS NOT NULL) AS eligible
       FROM cat_cal),
-    cat_ranked AS (
-      SELECT *, CASE WHEN eligible THEN row_number() OVER (PARTITION BY wallet_id, eligible
-        ORDER BY calibration_excess_z ASC, n_markets DESC, category ASC) END AS category_rank
-      FROM cat_rows)
-    SELECT r.*, b.category AS best_category, b.calibration_excess_z AS best_category_z, b.n_markets AS best_category_markets
-    FROM cat_ranked r LEFT JOIN cat_ranked b ON b.wallet_id = r.wallet_id AND b.category_rank = 1`;
+    ${bestCategorySql('cat_rows')}`;
 }
