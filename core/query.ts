@@ -22,6 +22,14 @@ export function tsLiteral(t: AsOf): string {
 /** Column types the columnar port moves between storage and the core without per-value objects. */
 export type ColumnType = 'INTEGER' | 'UTINYINT' | 'DOUBLE' | 'BOOLEAN' | 'TIMESTAMP';
 
+/** A table's columns for the columnar writer (name, type), in table order. */
+export type TableColumns = readonly (readonly [string, ColumnType])[];
+
+/** CREATE TABLE IF NOT EXISTS for `columns`, NOT NULL on the names in `notNull`: the DDL and the writer share one list. */
+export function tableDdl(table: string, columns: TableColumns, notNull: readonly string[]): string {
+  return `CREATE TABLE IF NOT EXISTS ${table} (${columns.map(([n, t]) => `${n} ${t}${notNull.includes(n) ? ' NOT NULL' : ''}`).join(', ')})`;
+}
+
 /** One batch of a scan: typed columns by name (INTEGER: Int32Array, UTINYINT/BOOLEAN: Uint8Array, DOUBLE: Float64Array). */
 export interface ScanBatch {
   n: number;

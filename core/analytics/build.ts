@@ -17,13 +17,13 @@
 import { A_LEGS_FILLS, CLUSTER_RULES, buildClusters } from '../clusters.ts';
 import { buildBoards, ensureWalletLinks, rankBaseSql } from '../rankings.ts';
 import { sharpCutoff } from '../tags.ts';
-import { tsLiteral, type AsOf, type ColumnType, type ColumnarRunner, type ScanBatch } from '../query.ts';
+import { tsLiteral, type AsOf, type ColumnarRunner, type TableColumns, type ScanBatch } from '../query.ts';
 import { walletMetricsSql, RANKED_DEVIATES_SQL } from './cohort.ts';
 import { LEGS_DDL, LEGS_ORDER, LEGS_TABLE, createLegsSql } from './legs.ts';
 import { MidIndex, tokenOf } from './mid-index.ts';
 import { HOLDS_COLUMNS, HOLDS_DDL, MARKS_DDL, POSITIONS_VIEW_DDL, POSITION_STATE_COLUMNS, POSITION_STATE_DDL } from './positions.ts';
 import { DAY_US, PositionStream, type LegBatch, type MarketFacts, type StreamSinks } from './position-stream.ts';
-import { RISK_DAILY_DDL, RISK_POSITIONS_DDL, RISK_WINDOW_DAYS, keepRiskDay, riskStatsSql } from './risk.ts';
+import { RISK_DAILY_COLUMNS, RISK_DAILY_DDL, RISK_POSITIONS_COLUMNS, RISK_POSITIONS_DDL, RISK_WINDOW_DAYS, keepRiskDay, riskStatsSql } from './risk.ts';
 import { alphaSql, calibrationSql, categorySql, featuresSql, pnlSql, styleSql, type WalletScope } from './wallets.ts';
 
 /** Bumped when the shape of the a_* tables changes: a state of another schema is rebuilt, not refreshed. */
@@ -174,28 +174,12 @@ export const STREAM_TABLES_DDL = [POSITION_STATE_DDL, HOLDS_DDL, RISK_DAILY_DDL,
 export async function tableSinks(db: ColumnarRunner, tUs: number, write: { positions: boolean; risk: boolean }): Promise<StreamSinks & { close(): Promise<void> }> {
   const risk = write.risk;
   for (const ddl of STREAM_TABLES_DDL) await db.run(ddl);
-  const cols = (c: readonly (readonly [string, string])[]) => c.map(([name, type]) => ({ name, type: type as ColumnType }));
+  const cols = (c: TableColumns) => c.map(([name, type]) => ({ name, type }));
   const none = { set() {}, next() {}, close: async () => {}, rows: 0 };
   const pos = write.positions ? await db.writer('a_position_state', cols(POSITION_STATE_COLUMNS)) : none;
   const hold = write.positions ? await db.writer('a_holds', cols(HOLDS_COLUMNS)) : none;
-  const rd = risk
-    ? await db.writer('a_risk_daily', [
-        { name: 'wallet_id', type: 'INTEGER' },
-        { name: 'day', type: 'TIMESTAMP' },
-        { name: 'pnl', type: 'DOUBLE' },
-        { name: 'capital', type: 'DOUBLE' },
-        { name: 'moved', type: 'BOOLEAN' },
-      ])
-    : null;
-  const rp = risk
-    ? await db.writer('a_risk_pos', [
-        { name: 'wallet_id', type: 'INTEGER' },
-        { name: 'market_id', type: 'INTEGER' },
-        { name: 'outcome_index', type: 'UTINYINT' },
-        { name: 'shares', type: 'DOUBLE' },
-        { name: 'first_day', type: 'TIMESTAMP' },
-      ])
-    : null;
+  const rd = risk ? await db.writer('a_risk_daily', cols(RISK_DAILY_COLUMNS)) : null;
+  const rp = risk ? await db.writer('a_risk_pos', cols(RISK_POSITIONS_COLUMNS)) : null;
   const fold = Math.floor(tUs / DAY_US) * DAY_US - (RISK_WINDOW_DAYS + 1) * DAY_US;
   return {
     position: (p) => {

@@ -8,15 +8,8 @@
  * methodology's 0.01 USD band; REDEEMABLE (resolved in the holder's favour, not yet claimed) is never overwritten.
  */
 import { positionPnlSql } from '../positions.ts';
+import { tableDdl, type TableColumns } from '../query.ts';
 
-
-/** The position stream's output: one row per position as of a_meta.as_of (no derived columns). */
-export const POSITION_STATE_DDL = `CREATE TABLE IF NOT EXISTS a_position_state (
-    wallet_id INTEGER NOT NULL, market_id INTEGER NOT NULL, outcome_index UTINYINT NOT NULL, shares DOUBLE, cost_basis DOUBLE,
-    trade_pnl DOUBLE, bought_shares DOUBLE, entry_price DOUBLE, volume_usdc DOUBLE, trades INTEGER, n_taker INTEGER, n_buys INTEGER,
-    n_contra INTEGER, first_ts TIMESTAMP, last_ts TIMESTAMP, first_fill_ts TIMESTAMP, last_fill_ts TIMESTAMP, first_buy_ts TIMESTAMP,
-    redeemed_shares DOUBLE, a1_num DOUBLE, a1_den DOUBLE, a1_n INTEGER, a24_num DOUBLE, a24_den DOUBLE, a24_n INTEGER,
-    ares_num DOUBLE, ares_den DOUBLE, ares_n INTEGER)`;
 
 export const POSITION_STATE_COLUMNS = [
   ['wallet_id', 'INTEGER'], ['market_id', 'INTEGER'], ['outcome_index', 'UTINYINT'], ['shares', 'DOUBLE'], ['cost_basis', 'DOUBLE'],
@@ -25,7 +18,10 @@ export const POSITION_STATE_COLUMNS = [
   ['first_fill_ts', 'TIMESTAMP'], ['last_fill_ts', 'TIMESTAMP'], ['first_buy_ts', 'TIMESTAMP'], ['redeemed_shares', 'DOUBLE'],
   ['a1_num', 'DOUBLE'], ['a1_den', 'DOUBLE'], ['a1_n', 'INTEGER'], ['a24_num', 'DOUBLE'], ['a24_den', 'DOUBLE'], ['a24_n', 'INTEGER'],
   ['ares_num', 'DOUBLE'], ['ares_den', 'DOUBLE'], ['ares_n', 'INTEGER'],
-] as const;
+] as const satisfies TableColumns;
+
+/** The position stream's output: one row per position as of a_meta.as_of (no derived columns). */
+export const POSITION_STATE_DDL = tableDdl('a_position_state', POSITION_STATE_COLUMNS, ['wallet_id', 'market_id', 'outcome_index']);
 
 /** The latest mid per token as of T (written from the MidIndex, so every reader agrees on ties). */
 export const MARKS_DDL = `CREATE TABLE IF NOT EXISTS a_marks (market_id INTEGER NOT NULL, outcome_index UTINYINT NOT NULL, mark DOUBLE NOT NULL)`;
@@ -50,11 +46,9 @@ export const POSITIONS_VIEW_DDL = `CREATE OR REPLACE VIEW a_positions AS
       LEFT JOIN a_marks k USING (market_id, outcome_index)),
   ${positionPnlSql(['trade_pnl', 'n_taker', 'n_buys', 'n_contra', 'first_fill_ts', 'last_fill_ts', 'first_buy_ts', 'a1_num', 'a1_den', 'a1_n', 'a24_num', 'a24_den', 'a24_n', 'ares_num', 'ares_den', 'ares_n'])}`;
 
-export const HOLDS_DDL = `CREATE TABLE IF NOT EXISTS a_holds (
-    wallet_id INTEGER NOT NULL, market_id INTEGER NOT NULL, outcome_index UTINYINT NOT NULL, start_ts TIMESTAMP NOT NULL, exit_ts TIMESTAMP,
-    cost_in DOUBLE NOT NULL, end_ts TIMESTAMP, to_resolution BOOLEAN NOT NULL, hold_hours DOUBLE)`;
-
 export const HOLDS_COLUMNS = [
   ['wallet_id', 'INTEGER'], ['market_id', 'INTEGER'], ['outcome_index', 'UTINYINT'], ['start_ts', 'TIMESTAMP'], ['exit_ts', 'TIMESTAMP'],
   ['cost_in', 'DOUBLE'], ['end_ts', 'TIMESTAMP'], ['to_resolution', 'BOOLEAN'], ['hold_hours', 'DOUBLE'],
-] as const;
+] as const satisfies TableColumns;
+
+export const HOLDS_DDL = tableDdl('a_holds', HOLDS_COLUMNS, ['wallet_id', 'market_id', 'outcome_index', 'start_ts', 'cost_in', 'to_resolution']);

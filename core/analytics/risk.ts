@@ -17,15 +17,18 @@
 import type { WalletScope } from './wallets.ts';
 import { scopeSql } from './wallets.ts';
 import { DAY_US } from './position-stream.ts';
+import { tableDdl, type TableColumns } from '../query.ts';
 import { MIN_CAPITAL_USD, MIN_RISK_DAYS, RISK_WINDOW_DAYS, riskStatsOverSql } from '../risk.ts';
 
 export { MIN_CAPITAL_USD, MIN_RISK_DAYS, RISK_WINDOW_DAYS, riskStats, type RiskStats } from '../risk.ts';
 
 /** Per wallet and completed day: P&L, capital at work, and whether the wallet moved tokens that day. */
-export const RISK_DAILY_DDL = `CREATE TABLE IF NOT EXISTS a_risk_daily (wallet_id INTEGER NOT NULL, day TIMESTAMP NOT NULL, pnl DOUBLE NOT NULL, capital DOUBLE NOT NULL, moved BOOLEAN NOT NULL)`;
+export const RISK_DAILY_COLUMNS = [['wallet_id', 'INTEGER'], ['day', 'TIMESTAMP'], ['pnl', 'DOUBLE'], ['capital', 'DOUBLE'], ['moved', 'BOOLEAN']] as const satisfies TableColumns;
+export const RISK_DAILY_DDL = tableDdl('a_risk_daily', RISK_DAILY_COLUMNS, RISK_DAILY_COLUMNS.map(([n]) => n));
 
 /** Per position: shares after every movement before T's day, and its first day; what the next day close continues. */
-export const RISK_POSITIONS_DDL = `CREATE TABLE IF NOT EXISTS a_risk_pos (wallet_id INTEGER NOT NULL, market_id INTEGER NOT NULL, outcome_index UTINYINT NOT NULL, shares DOUBLE NOT NULL, first_day TIMESTAMP NOT NULL)`;
+export const RISK_POSITIONS_COLUMNS = [['wallet_id', 'INTEGER'], ['market_id', 'INTEGER'], ['outcome_index', 'UTINYINT'], ['shares', 'DOUBLE'], ['first_day', 'TIMESTAMP']] as const satisfies TableColumns;
+export const RISK_POSITIONS_DDL = tableDdl('a_risk_pos', RISK_POSITIONS_COLUMNS, RISK_POSITIONS_COLUMNS.map(([n]) => n));
 
 /** A row of a_risk_daily is kept when it holds a return or a movement (nothing else is ever read). */
 export const keepRiskDay = (capital: number, moved: boolean): boolean => capital >= MIN_CAPITAL_USD || moved;
