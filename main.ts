@@ -37,7 +37,7 @@ import { fillEvents, publishFillEvents, resolutionData, VenueLookup, WebhookServ
 import { FillStream } from './jobs/stream.ts';
 import { PushStore } from './data/push-store.ts';
 import { PushService } from './jobs/push.ts';
-import { DevTargetsError, loadDevTargets, type DevTargets } from './jobs/webhooks/dev-targets.ts';
+import { devTargetsFromEnvOrExit } from './jobs/webhooks/dev-targets.ts';
 
 const Env = z.object({
   DATA_DIR: z.string().default('var'),
@@ -87,14 +87,7 @@ if (!parsed.success) {
 }
 const env = parsed.data;
 // checked before anything is built: a development allow-list in production stops the start
-let devTargets: DevTargets | null;
-try {
-  devTargets = await loadDevTargets({ targets: env.WEBHOOK_DEV_TARGETS, caFile: env.WEBHOOK_DEV_CA, production: env.NODE_ENV === 'production' });
-} catch (e) {
-  if (!(e instanceof DevTargetsError)) throw e;
-  console.error(`configuration error: ${e.message}`);
-  process.exit(2);
-}
+const devTargets = await devTargetsFromEnvOrExit(env);
 const venueOpts = { wallets: env.DEMO_WALLETS, days: env.DEMO_DAYS, seed: env.DEMO_SEED, end: DEFAULT_END, realMarketsCsv: REAL_MARKETS_CSV };
 const root = resolve(env.DATA_DIR, `demo-w${venueOpts.wallets}-d${venueOpts.days}-s${venueOpts.seed}`);
 const dbPath = join(root, 'venue.duckdb');

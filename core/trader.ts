@@ -17,7 +17,7 @@
 import { createHmac } from 'node:crypto';
 import { z } from 'zod';
 import { walletAlphaSql } from './alpha.ts';
-import { walletFeaturesSql } from './analytics-build.ts';
+import { walletFeaturesSql } from './wallet-features.ts';
 import {
   CALIBRATION_BINS,
   CalibrationScope,

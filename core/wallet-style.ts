@@ -15,11 +15,16 @@
  * Pure: SQL strings over the venue tables and the build's a_positions; docs/methodology.md "Wallet style and best
  * category".
  */
-import type { BuildStep } from './analytics-build.ts';
 import { calibrationInputsSql, walletCalibrationSql } from './calibration.ts';
 import { tsLiteral, type AsOf } from './query.ts';
 import { SMART_MONEY_TAGS, type SmartMoneyTag } from './tags.ts';
 import { COPY_RULES, holdEpisodesSql, type VerdictInputs } from './trader.ts';
+
+/** One named statement of a build (a_style, a_category, a_best_category below). */
+export interface BuildStep {
+  name: string;
+  sql: string;
+}
 
 /** A category can be a wallet's best from this many distinct resolved markets in it (as the playbook's categories). */
 export const BEST_CATEGORY_MIN_MARKETS = 10;

@@ -15,7 +15,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import type { QueryRunner } from '../core/query.ts';
-import { queryRows } from './duckdb.ts';
+import { duckRunner } from './runner.ts';
 
 interface Scope {
   conn: DuckDBConnection | null;
@@ -149,12 +149,8 @@ export function snapshotRunner(instance: DuckDBInstance, opts: SnapshotRunnerOpt
   }
 
   return {
-    all: <T>(sql: string, params?: readonly unknown[]) => exec((c) => queryRows<T>(c, sql, params as unknown[] | undefined)),
-    run: (sql: string, params?: readonly unknown[]) =>
-      exec(async (c) => {
-        if (params && params.length) await c.run(sql, params as never);
-        else await c.run(sql);
-      }),
+    all: <T>(sql: string, params?: readonly unknown[]) => exec((c) => duckRunner(c).all<T>(sql, params)),
+    run: (sql: string, params?: readonly unknown[]) => exec((c) => duckRunner(c).run(sql, params)),
     async scope<T>(fn: () => Promise<T>): Promise<T> {
       const s = begin();
       try {

@@ -92,3 +92,17 @@ export async function loadDevTargets(cfg: DevTargetsConfig): Promise<DevTargets 
     describe: `DEVELOPMENT webhook targets past the SSRF guard: ${shown.join(', ')}${cfg.caFile ? `; also trusting ${cfg.caFile}` : ''} (never in production)`,
   };
 }
+
+/**
+ * loadDevTargets for an entry point (the service, a worker) from its environment: a bad setting is a configuration
+ * error, printed, and the process exits with 2 before anything is built.
+ */
+export async function devTargetsFromEnvOrExit(env: { WEBHOOK_DEV_TARGETS?: string; WEBHOOK_DEV_CA?: string; NODE_ENV?: string }): Promise<DevTargets | null> {
+  try {
+    return await loadDevTargets({ targets: env.WEBHOOK_DEV_TARGETS, caFile: env.WEBHOOK_DEV_CA, production: env.NODE_ENV === 'production' });
+  } catch (e) {
+    if (!(e instanceof DevTargetsError)) throw e;
+    console.error(`configuration error: ${e.message}`);
+    process.exit(2);
+  }
+}

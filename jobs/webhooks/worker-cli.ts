@@ -9,7 +9,7 @@
 import { Redis } from 'ioredis';
 import { z } from 'zod';
 import { DEFAULT_PREFIX, startRedisWorker } from './redis-queue.ts';
-import { DevTargetsError, loadDevTargets, type DevTargets } from './dev-targets.ts';
+import { devTargetsFromEnvOrExit } from './dev-targets.ts';
 import { DeliveryAgentPool, pinnedPost } from './ssrf.ts';
 
 const Env = z.object({
@@ -27,14 +27,7 @@ if (!parsed.success) {
   process.exit(2);
 }
 const env = parsed.data;
-let devTargets: DevTargets | null;
-try {
-  devTargets = await loadDevTargets({ targets: env.WEBHOOK_DEV_TARGETS, caFile: env.WEBHOOK_DEV_CA, production: env.NODE_ENV === 'production' });
-} catch (e) {
-  if (!(e instanceof DevTargetsError)) throw e;
-  console.error(`configuration error: ${e.message}`);
-  process.exit(2);
-}
+const devTargets = await devTargetsFromEnvOrExit(env);
 if (devTargets) console.log(`webhooks worker: ${devTargets.describe}`);
 const connection = new Redis(env.REDIS_URL, { maxRetriesPerRequest: null });
 // as many sockets per receiver as sends in flight: a send never spends its 10 s deadline waiting for a socket

@@ -520,7 +520,7 @@ function expectNear(got: number, want: number, what: string): void {
   expect(Math.abs(got - want), `${what}: ${got} vs ${want}`).toBeLessThanOrEqual(1.5e-6 + 1e-9 * Math.abs(want));
 }
 
-describe('on a generated venue after runAnalyticsBuild', () => {
+describe('on a generated venue after fullBuild', () => {
   let v: TestVenue;
   let vdb: ColumnarRunner;
   const BUILD_T = new Date('2026-10-25T00:00:00Z');

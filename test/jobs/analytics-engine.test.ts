@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { afterAll, expect, it } from 'vitest';
 import type { DuckDBInstance } from '@duckdb/node-api';
 import { fullBuild } from '../../core/analytics/build.ts';
-import { openDuckDB } from '../../data/duckdb.ts';
+import { openDuckDB, queryRows } from '../../data/duckdb.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { createVenueViews } from '../../data/schema.ts';
 import { AnalyticsEngine } from '../../jobs/analytics/engine.ts';
@@ -25,7 +25,7 @@ const HISTORY_DAYS = 12;
 async function diffWithRebuild(instance: DuckDBInstance, catalog: string): Promise<string[]> {
   const conn = await instance.connect();
   try {
-    const [m] = (await (await conn.run(`SELECT epoch_ms(as_of) AS t, watermark FROM a_meta`)).getRowObjects()) as { t: bigint; watermark: bigint }[];
+    const [m] = await queryRows<{ t: number; watermark: number }>(conn, `SELECT epoch_ms(as_of) AS t, watermark FROM a_meta`);
     const got = await tableRows(conn, catalog);
     await copyVenue(conn, catalog, 'rebuilt');
     await conn.run('USE rebuilt');
@@ -117,7 +117,7 @@ it('a resolution written while a refresh runs is in the next version, and the st
     const [batch] = fc.sample(batchArb(t0), { numRuns: 1, seed: 3 });
     await writeBatch(conn, batch!.rows);
     now = START + Math.max(batch!.asOf, t0 + HOUR);
-    const open = (await (await conn.run(`SELECT m FROM (VALUES (1), (2), (3), (4)) t(m) WHERE m NOT IN (SELECT market_id FROM resolutions) AND m IN (SELECT market_id FROM fills) ORDER BY m`)).getRowObjects()) as { m: number }[];
+    const open = await queryRows<{ m: number }>(conn, `SELECT m FROM (VALUES (1), (2), (3), (4)) t(m) WHERE m NOT IN (SELECT market_id FROM resolutions) AND m IN (SELECT market_id FROM fills) ORDER BY m`);
     expect(open.length).toBeGreaterThan(0);
     const market = Number(open[0]!.m);
     const running = engine.refreshNow();
@@ -125,7 +125,7 @@ it('a resolution written while a refresh runs is in the next version, and the st
     await writeBatch(conn, [{ kind: 'resolution', t: now - START - 1, market, winner: 'NO' }]);
     await running;
     await engine.refreshNow();
-    const rows = (await (await conn.run(`SELECT count(*) FILTER (WHERE resolved) AS r, count(*) AS n FROM a_positions WHERE market_id = ${market}`)).getRowObjects()) as { r: bigint; n: bigint }[];
+    const rows = await queryRows<{ r: number; n: number }>(conn, `SELECT count(*) FILTER (WHERE resolved) AS r, count(*) AS n FROM a_positions WHERE market_id = ${market}`);
     expect(Number(rows[0]!.n)).toBeGreaterThan(0);
     expect(rows[0]!.r).toBe(rows[0]!.n);
     await engine.stop();
