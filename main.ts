@@ -121,7 +121,6 @@ console.log(`Venue ready: ${dbPath}`);
 console.log(`  ${JSON.stringify(summary)}`);
 console.log(`  Parquet tables: ${join(root, 'venue')}   ground truth: ${join(root, 'truth')}`);
 
-// Analytics: built once per venue load (as of the latest stored fill); rebuilt on demand by `npm run analytics:build`.
 // Demo accounts: the generator's multi-wallet owners stand for users who linked their wallets (issue 5's accounts
 // write the same table); rankings show one row per user.
 await ensureWalletLinks(duckRunner(conn));
