@@ -72,32 +72,47 @@ export interface RankedPage {
 
 const round9 = (x: number) => Math.round(x * 1e9) / 1e9;
 
-const OPS: Record<string, (a: number, b: number) => boolean> = {
-  gte: (a, b) => a >= b,
-  gt: (a, b) => a > b,
-  lte: (a, b) => a <= b,
-  lt: (a, b) => a < b,
-  eq: (a, b) => a === b,
-  ne: (a, b) => a !== b,
-};
-
 export class RankingEngine {
   /** per metric: measured rows sorted by value ascending */
   private readonly order: Record<MetricId, Int32Array>;
-  /** users with several rows: user code -> rows */
-  private readonly multi: Map<number, number[]>;
+  /** users with several rows, as runs: the rows of multi-user k are multiRows[multiStart[k] .. multiStart[k + 1]) */
+  private readonly multiStart: Int32Array;
+  private readonly multiRows: Int32Array;
+  /** scratch columns reused by every rank() (synchronous, so never shared by two calls at once) */
+  private readonly mask: Uint8Array;
+  private readonly num: Float64Array;
+  private readonly den: Float64Array;
+  private readonly pctScratch: Float64Array[] = [];
 
   constructor(readonly cols: RankColumns) {
     this.order = {} as Record<MetricId, Int32Array>;
     for (const id of METRIC_IDS) this.order[id] = sortedMeasured(cols.measured[id], cols.value[id]);
-    const byUser = new Map<number, number[]>();
-    for (let i = 0; i < cols.n; i++) {
-      const u = cols.userCode[i]!;
-      const list = byUser.get(u);
-      if (list) list.push(i);
-      else byUser.set(u, [i]);
+    // rows grouped by user: count per user, keep users with more than one row
+    let users = 0;
+    for (let i = 0; i < cols.n; i++) users = Math.max(users, cols.userCode[i]! + 1);
+    const perUser = new Int32Array(users);
+    for (let i = 0; i < cols.n; i++) perUser[cols.userCode[i]!]!++;
+    const slot = new Int32Array(users).fill(-1);
+    let multi = 0;
+    let rows = 0;
+    for (let u = 0; u < users; u++) {
+      if (perUser[u]! > 1) {
+        slot[u] = multi++;
+        rows += perUser[u]!;
+      }
     }
-    this.multi = new Map([...byUser].filter(([, rows]) => rows.length > 1));
+    this.multiStart = new Int32Array(multi + 1);
+    for (let u = 0; u < users; u++) if (slot[u]! >= 0) this.multiStart[slot[u]! + 1] = perUser[u]!;
+    for (let k = 0; k < multi; k++) this.multiStart[k + 1]! += this.multiStart[k]!;
+    this.multiRows = new Int32Array(rows);
+    const fill = this.multiStart.slice(0, multi);
+    for (let i = 0; i < cols.n; i++) {
+      const k = slot[cols.userCode[i]!]!;
+      if (k >= 0) this.multiRows[fill[k]!++] = i;
+    }
+    this.mask = new Uint8Array(cols.n);
+    this.num = new Float64Array(cols.n);
+    this.den = new Float64Array(cols.n);
   }
 
   /** The row of a wallet (binary search: rows are in wallet order), or -1. */
@@ -115,26 +130,48 @@ export class RankingEngine {
     return -1;
   }
 
-  /** Rows in the cohort (1) before the gates; `gateMask` then keeps those passing every gate, counting the funnel. */
+  /** Rows in the cohort (1) before the gates (in the scratch mask); `gates` then keeps those passing every gate. */
   private cohort(cfg: RankingConfig, asOfUs: number): Uint8Array {
     const c = this.cols;
-    const mask = new Uint8Array(c.n);
+    const n = c.n;
+    const mask = this.mask;
     const co = cfg.cohort;
-    const since = co.active_within_days !== undefined ? asOfUs - co.active_within_days * DAY_US : Number.NEGATIVE_INFINITY;
-    // -2: no category filter; a category absent from the base matches no row (not the rows without a category, -1)
-    const present = co.best_category !== undefined ? c.categories.indexOf(co.best_category) : -2;
-    const cat = present === -1 ? -3 : present;
+    // the default cohort is every row with a trade: one pass; each filter is its own pass over the survivors
+    const tradeCount = c.tradeCount;
+    for (let i = 0; i < n; i++) mask[i] = tradeCount[i]! > 0 ? 1 : 0;
+    const keep = (test: (i: number) => boolean) => {
+      for (let i = 0; i < n; i++) if (mask[i] && !test(i)) mask[i] = 0;
+    };
+    if (co.active_within_days !== undefined) {
+      const since = asOfUs - co.active_within_days * DAY_US;
+      const last = c.lastTradeUs;
+      keep((i) => last[i]! > since);
+    }
+    if (co.best_category !== undefined) {
+      // a category absent from the base matches no row (not the rows without a category, -1)
+      const present = c.categories.indexOf(co.best_category);
+      const cat = present === -1 ? -3 : present;
+      const best = c.bestCategory;
+      keep((i) => best[i] === cat);
+    }
+    if (co.min_trades !== undefined) {
+      const min = co.min_trades;
+      keep((i) => tradeCount[i]! >= min);
+    }
+    if (co.min_volume_usdc !== undefined) {
+      const min = co.min_volume_usdc;
+      const vol = c.volume;
+      keep((i) => vol[i]! >= min);
+    }
     let tagMask = 0;
     for (const t of co.tags_any ?? []) tagMask |= 1 << SMART_MONEY_TAGS.indexOf(t);
-    for (let i = 0; i < c.n; i++) {
-      if (!(c.tradeCount[i]! > 0)) continue;
-      if (co.active_within_days !== undefined && !(c.lastTradeUs[i]! > since)) continue;
-      if (cat !== -2 && c.bestCategory[i] !== cat) continue;
-      if (co.min_trades !== undefined && !(c.tradeCount[i]! >= co.min_trades)) continue;
-      if (co.min_volume_usdc !== undefined && !(c.volume[i]! >= co.min_volume_usdc)) continue;
-      if (tagMask && !(c.tagBits[i]! & tagMask)) continue;
-      if (co.exclude_clusters && c.clusterSize[i] !== 1) continue;
-      mask[i] = 1;
+    if (tagMask) {
+      const bits = c.tagBits;
+      keep((i) => (bits[i]! & tagMask) !== 0);
+    }
+    if (co.exclude_clusters) {
+      const size = c.clusterSize;
+      keep((i) => size[i] === 1);
     }
     return mask;
   }
@@ -142,41 +179,61 @@ export class RankingEngine {
   /** Apply the gates in order to the cohort mask (in place); the rows remaining after each. */
   private gates(cfg: RankingConfig, mask: Uint8Array): { cohort: number; counts: number[] } {
     const c = this.cols;
+    const n = c.n;
     let cohort = 0;
-    for (let i = 0; i < c.n; i++) cohort += mask[i]!;
+    for (let i = 0; i < n; i++) cohort += mask[i]!;
     const counts: number[] = [];
     for (const g of cfg.gates) {
       const col = c.gate[g.field];
-      const op = OPS[g.op]!;
       const v = typeof g.value === 'boolean' ? (g.value ? 1 : 0) : g.value;
+      // one loop per operator (no call per row); a null (NaN) fails every gate, as SQL's coalesce(field op value, false)
       let left = 0;
-      for (let i = 0; i < c.n; i++) {
-        if (!mask[i]) continue;
-        const x = col[i]!;
-        // a null fails every gate (SQL: coalesce(field op value, false))
-        if (Number.isNaN(x) || !op(x, v)) mask[i] = 0;
-        else left++;
+      switch (g.op) {
+        case 'gte':
+          for (let i = 0; i < n; i++) if (mask[i]) (col[i]! >= v ? left++ : (mask[i] = 0));
+          break;
+        case 'gt':
+          for (let i = 0; i < n; i++) if (mask[i]) (col[i]! > v ? left++ : (mask[i] = 0));
+          break;
+        case 'lte':
+          for (let i = 0; i < n; i++) if (mask[i]) (col[i]! <= v ? left++ : (mask[i] = 0));
+          break;
+        case 'lt':
+          for (let i = 0; i < n; i++) if (mask[i]) (col[i]! < v ? left++ : (mask[i] = 0));
+          break;
+        case 'eq':
+          for (let i = 0; i < n; i++) if (mask[i]) (col[i]! === v ? left++ : (mask[i] = 0));
+          break;
+        case 'ne':
+          for (let i = 0; i < n; i++) if (mask[i]) (col[i]! !== v && !Number.isNaN(col[i]!) ? left++ : (mask[i] = 0));
+          break;
+        default:
+          throw new Error(`unknown gate operator ${String(g.op)}`);
       }
       counts.push(left);
     }
     return { cohort, counts };
   }
 
-  /** percent_rank (0-100) of every gated measured row of a metric; NaN elsewhere. One pass over its order. */
-  private percentiles(id: MetricId, mask: Uint8Array): Float64Array {
-    const c = this.cols;
-    const out = new Float64Array(c.n).fill(Number.NaN);
+  /**
+   * One pass over a metric's order: percent_rank (0-100) of every gated measured row, added with `weight` to the
+   * composite sums, and written to `out` (when given; its other rows are left as they were).
+   */
+  private percentiles(id: MetricId, mask: Uint8Array, weight: number, out: Float64Array | null): void {
     const order = this.order[id];
-    const val = c.value[id];
+    const val = this.cols.value[id];
+    const len = order.length;
     let n = 0;
-    for (let k = 0; k < order.length; k++) if (mask[order[k]!]) n++;
-    if (n === 0) return out;
-    const higherBetter = METRICS[id].better === 'higher';
+    for (let k = 0; k < len; k++) n += mask[order[k]!]!;
+    if (n === 0) return;
+    const num = this.num;
+    const den = this.den;
     // walk in the direction of the SQL ORDER BY: ascending for higher-is-better, descending otherwise
+    const higherBetter = METRICS[id].better === 'higher';
+    const scale = n === 1 ? 0 : 100 / (n - 1);
     let seen = 0;
     let rank = 0;
     let prev = Number.NaN;
-    const len = order.length;
     for (let k = 0; k < len; k++) {
       const i = order[higherBetter ? k : len - 1 - k]!;
       if (!mask[i]) continue;
@@ -185,10 +242,14 @@ export class RankingEngine {
         rank = seen;
         prev = v;
       }
-      out[i] = n === 1 ? 100 : (100 * rank) / (n - 1);
+      const p = n === 1 ? 100 : rank * scale;
+      if (out) out[i] = p;
+      if (weight > 0) {
+        num[i]! += weight * p;
+        den[i]! += weight;
+      }
       seen++;
     }
-    return out;
   }
 
   /**
@@ -197,44 +258,47 @@ export class RankingEngine {
    */
   rank(cfg: RankingConfig, asOfUs: number, breakdown: readonly MetricId[]): RankedPage {
     const c = this.cols;
+    const n = c.n;
     const mask = this.cohort(cfg, asOfUs);
     const { cohort, counts } = this.gates(cfg, mask);
-    const weights = (Object.entries(cfg.weights) as [MetricId, number][]).filter(([, w]) => (w ?? 0) > 0);
-    const needed = [...new Set<MetricId>([...weights.map(([id]) => id), ...breakdown])];
-    const pct = new Map<MetricId, Float64Array>(needed.map((id) => [id, this.percentiles(id, mask)]));
-    // composite per gated row; scored = at least one weighted metric measured
-    const composite = new Float64Array(c.n).fill(Number.NaN);
+    const weightOf = new Map((Object.entries(cfg.weights) as [MetricId, number][]).filter(([, w]) => (w ?? 0) > 0));
+    const needed = [...new Set<MetricId>([...weightOf.keys(), ...breakdown])];
+    const num = this.num.fill(0);
+    const den = this.den.fill(0);
+    // a percentile column per breakdown metric (NaN = not measured or not gated), from reused scratch buffers
+    const pct = new Map<MetricId, Float64Array>();
+    breakdown.forEach((id, k) => {
+      this.pctScratch[k] ??= new Float64Array(n);
+      pct.set(id, this.pctScratch[k]!.fill(Number.NaN));
+    });
+    for (const id of needed) this.percentiles(id, mask, weightOf.get(id) ?? 0, pct.get(id) ?? null);
+    // composite = sum(w * pct) / sum(w) over the measured weighted metrics; scored = at least one of them measured
+    // (den > 0 only on gated rows). `num` becomes the composite column, NaN where unscored.
+    const composite = num;
     let scored = 0;
-    for (let i = 0; i < c.n; i++) {
-      if (!mask[i]) continue;
-      let num = 0;
-      let den = 0;
-      for (const [id, w] of weights) {
-        if (!c.measured[id][i]) continue;
-        num += w * pct.get(id)![i]!;
-        den += w;
-      }
-      if (den > 0) {
-        composite[i] = round9(num / den);
+    for (let i = 0; i < n; i++) {
+      if (den[i]! > 0) {
+        composite[i] = round9(num[i]! / den[i]!);
         scored++;
-      }
+      } else composite[i] = Number.NaN;
     }
     // one row per user: its best composite (ties: the smaller wallet id)
-    for (const rows of this.multi.values()) {
+    const ms = this.multiStart;
+    const mr = this.multiRows;
+    const wid = c.walletId;
+    for (let k = 0; k + 1 < ms.length; k++) {
       let best = -1;
-      for (const i of rows) {
+      for (let j = ms[k]!; j < ms[k + 1]!; j++) {
+        const i = mr[j]!;
         if (Number.isNaN(composite[i]!)) continue;
-        if (best < 0 || composite[i]! > composite[best]! || (composite[i] === composite[best] && c.walletId[i]! < c.walletId[best]!)) best = i;
+        if (best < 0 || composite[i]! > composite[best]! || (composite[i] === composite[best] && wid[i]! < wid[best]!)) best = i;
       }
-      for (const i of rows) if (i !== best) composite[i] = Number.NaN;
+      for (let j = ms[k]!; j < ms[k + 1]!; j++) if (mr[j] !== best) composite[mr[j]!] = Number.NaN;
     }
     // the sort key: composite, or a metric's raw value (nulls last), best first unless worst_first
     const sortMetric = cfg.sort_by === 'composite' ? null : cfg.sort_by;
     const desc = sortMetric === null ? cfg.sort_dir === 'best_first' : (METRICS[sortMetric].better === 'higher') === (cfg.sort_dir === 'best_first');
     const keyOf = sortMetric === null ? composite : c.value[sortMetric];
-    const candidates: number[] = [];
-    for (let i = 0; i < c.n; i++) if (!Number.isNaN(composite[i]!)) candidates.push(i);
-    const total = candidates.length;
     const before = (a: number, b: number) => {
       const ka = keyOf[a]!;
       const kb = keyOf[b]!;
@@ -242,10 +306,12 @@ export class RankingEngine {
       const nb = Number.isNaN(kb);
       if (na !== nb) return na ? 1 : -1; // nulls last, both directions
       if (!na && ka !== kb) return desc ? kb - ka : ka - kb;
-      return c.walletId[a]! - c.walletId[b]!;
+      return wid[a]! - wid[b]!;
     };
+    let total = 0;
+    for (let i = 0; i < n; i++) if (!Number.isNaN(composite[i]!)) total++;
     const want = Math.min(total, cfg.offset + cfg.limit);
-    const top = selectTop(candidates, want, before);
+    const top = topK(composite, want, before);
     const pageRows = top.slice(cfg.offset, cfg.offset + cfg.limit);
     const page: RankedPage = {
       rows: pageRows,
@@ -308,33 +374,46 @@ export function sortedMeasured(measured: Uint8Array, value: Float64Array): Int32
   return idx;
 }
 
-/** The first `k` of `items` in `before` order, sorted (quickselect the k-th, then sort the k). */
-function selectTop(items: number[], k: number, before: (a: number, b: number) => number): number[] {
+/**
+ * The first `k` rows (in `before` order, sorted) among those whose `composite` is not NaN: one pass with a bounded
+ * heap whose root is the worst row kept, so most rows cost one comparison with it.
+ */
+function topK(composite: Float64Array, k: number, before: (a: number, b: number) => number): number[] {
   if (k <= 0) return [];
-  if (k >= items.length) return items.slice().sort(before);
-  const a = items.slice();
-  let lo = 0;
-  let hi = a.length - 1;
-  while (lo < hi) {
-    const pivot = a[(lo + hi) >> 1]!;
-    let i = lo;
-    let j = hi;
-    while (i <= j) {
-      while (before(a[i]!, pivot) < 0) i++;
-      while (before(a[j]!, pivot) > 0) j--;
-      if (i <= j) {
-        const t = a[i]!;
-        a[i] = a[j]!;
-        a[j] = t;
-        i++;
-        j--;
-      }
+  const heap = new Int32Array(k);
+  let size = 0;
+  // sift: the heap keeps the worst kept row (greatest in `before` order) at the root
+  const down = (at: number) => {
+    const x = heap[at]!;
+    for (;;) {
+      const l = 2 * at + 1;
+      if (l >= size) break;
+      const r = l + 1;
+      const c = r < size && before(heap[r]!, heap[l]!) > 0 ? r : l;
+      if (before(heap[c]!, x) <= 0) break;
+      heap[at] = heap[c]!;
+      at = c;
     }
-    if (k - 1 <= j) hi = j;
-    else if (k - 1 >= i) lo = i;
-    else break;
+    heap[at] = x;
+  };
+  const n = composite.length;
+  for (let i = 0; i < n; i++) {
+    if (Number.isNaN(composite[i]!)) continue;
+    if (size < k) {
+      let at = size++;
+      while (at > 0) {
+        const parent = (at - 1) >> 1;
+        if (before(heap[parent]!, i) >= 0) break;
+        heap[at] = heap[parent]!;
+        at = parent;
+      }
+      heap[at] = i;
+    } else if (before(i, heap[0]!) < 0) {
+      heap[0] = i;
+      down(0);
+    }
   }
-  return a.slice(0, k).sort(before);
+  return Array.from(heap.subarray(0, size)).sort(before);
 }
 
 /** Read the rank base into columns (one scan per wallet slice of ~1M rows). */
