@@ -56,11 +56,12 @@ export function fillLegsSql(where = 'true'): string {
  * as the header says. An event's legs are all read together, so its value is conserved whatever `where` selects.
  */
 export function inventoryLegsSql(where = 'true'): string {
-  return `WITH ev AS (SELECT * FROM inventory_events i WHERE ${where}),
+  // events are numbered (ev_id) so the per-event windows partition on an integer, not on the tx hash string
+  return `WITH ev AS (SELECT *, row_number() OVER () AS ev_id FROM inventory_events i WHERE ${where}),
     il AS (
       SELECT l.wallet_id, l.market_id, l.outcome_index, e.ts, e.log_index, e.kind AS ev_kind, l.shares_delta AS q, e.usdc_delta,
-        l.tx_hash, e.seq,
-        row_number() OVER (PARTITION BY l.tx_hash, l.log_index ORDER BY l.market_id, l.outcome_index) AS leg_no
+        l.tx_hash, e.seq, e.ev_id,
+        row_number() OVER (PARTITION BY e.ev_id ORDER BY l.market_id, l.outcome_index) AS leg_no
       FROM inventory_legs l JOIN ev e USING (tx_hash, log_index)),
     priced AS (
       SELECT il.*, coalesce(m.mid, 0.5) AS mid FROM il
@@ -69,7 +70,7 @@ export function inventoryLegsSql(where = 'true'): string {
       SELECT *,
         sum(CASE WHEN ev_kind <> 'REDEEM' AND q < 0 THEN -q * mid ELSE 0 END) OVER e AS out_value,
         sum(CASE WHEN ev_kind <> 'REDEEM' AND q > 0 THEN q * mid ELSE 0 END) OVER e AS in_value
-      FROM priced WINDOW e AS (PARTITION BY tx_hash, log_index))
+      FROM priced WINDOW e AS (PARTITION BY ev_id))
     SELECT wallet_id, market_id, outcome_index, ts, log_index,
       (CASE WHEN ev_kind = 'REDEEM' THEN 3 ELSE 0 END)::UTINYINT AS kind, q,
       coalesce(round(CASE
