@@ -13,8 +13,8 @@
  * the two equal on random configs. Pure: no I/O; the caller loads the columns (rankingColumnsSql) and reads the
  * display fields of the page's rows.
  */
-import { GATE_FIELDS, METRIC_IDS, METRICS, type ExplainCounts, type GateField, type MetricId, type Ranker, type RankingConfig } from './rankings.ts';
-import type { ColumnarRunner } from './query.ts';
+import { GATE_FIELDS, METRIC_IDS, METRICS, PRESETS, ROW_COLUMNS, RankingConfig, type ExplainCounts, type GateField, type MetricId, type Ranker } from './rankings.ts';
+import type { AsOf, ColumnarRunner } from './query.ts';
 import { SMART_MONEY_TAGS } from './tags.ts';
 
 const DAY_US = 86_400_000_000;
@@ -82,11 +82,15 @@ export class RankingEngine {
   private readonly mask: Uint8Array;
   private readonly num: Float64Array;
   private readonly den: Float64Array;
-  private readonly pctScratch: Float64Array[] = [];
+  /** row -> its position among the rows whose percentiles are wanted (-1 elsewhere); allocated on first use */
+  private slot: Int32Array | null = null;
 
-  constructor(readonly cols: RankColumns) {
-    this.order = {} as Record<MetricId, Int32Array>;
-    for (const id of METRIC_IDS) this.order[id] = sortedMeasured(cols.measured[id], cols.value[id]);
+  /** `orders`: each metric's measured rows in value order (metricOrders; a service computes them off its event loop) */
+  constructor(
+    readonly cols: RankColumns,
+    orders: Record<MetricId, Int32Array> = metricOrders(cols),
+  ) {
+    this.order = orders;
     // rows grouped by user: count per user, keep users with more than one row
     let users = 0;
     for (let i = 0; i < cols.n; i++) users = Math.max(users, cols.userCode[i]! + 1);
@@ -216,10 +220,11 @@ export class RankingEngine {
   }
 
   /**
-   * One pass over a metric's order: percent_rank (0-100) of every gated measured row, added with `weight` to the
-   * composite sums, and written to `out` (when given; its other rows are left as they were).
+   * One pass over a metric's order: percent_rank (0-100) of every gated measured row within them, added with
+   * `weight` to the composite sums; when `out` is given, the percentile of each row with a slot (`slot[i] >= 0`) is
+   * written to out[slot[i]] (rows not measured keep what `out` held).
    */
-  private percentiles(id: MetricId, mask: Uint8Array, weight: number, out: Float64Array | null): void {
+  private percentiles(id: MetricId, mask: Uint8Array, weight: number, out: { slot: Int32Array; pct: Float64Array } | null): void {
     const order = this.order[id];
     const val = this.cols.value[id];
     const len = order.length;
@@ -228,9 +233,10 @@ export class RankingEngine {
     if (n === 0) return;
     const num = this.num;
     const den = this.den;
+    const slot = out?.slot;
+    const pct = out?.pct;
     // walk in the direction of the SQL ORDER BY: ascending for higher-is-better, descending otherwise
     const higherBetter = METRICS[id].better === 'higher';
-    const scale = n === 1 ? 0 : 100 / (n - 1);
     let seen = 0;
     let rank = 0;
     let prev = Number.NaN;
@@ -242,36 +248,29 @@ export class RankingEngine {
         rank = seen;
         prev = v;
       }
-      const p = n === 1 ? 100 : rank * scale;
-      if (out) out[i] = p;
+      const p = n === 1 ? 100 : (100 * rank) / (n - 1);
       if (weight > 0) {
         num[i]! += weight * p;
         den[i]! += weight;
       }
+      if (slot && slot[i]! >= 0) pct![slot[i]!] = p;
       seen++;
     }
   }
 
   /**
-   * Rank `cfg` as of T: the page [offset, offset + limit) of the board, its explain counts and the page rows'
-   * breakdown percentiles (weighted metrics and extra_metrics).
+   * Score `cfg` as of T: the gated mask, every row's composite (NaN where not scored or not its user's best row),
+   * the explain counts and the board order (`before`). The composite column is the engine's scratch: valid until the
+   * next call.
    */
-  rank(cfg: RankingConfig, asOfUs: number, breakdown: readonly MetricId[]): RankedPage {
+  private score(cfg: RankingConfig, asOfUs: number): { mask: Uint8Array; composite: Float64Array; before: (a: number, b: number) => number; explain: ExplainCounts } {
     const c = this.cols;
     const n = c.n;
     const mask = this.cohort(cfg, asOfUs);
     const { cohort, counts } = this.gates(cfg, mask);
-    const weightOf = new Map((Object.entries(cfg.weights) as [MetricId, number][]).filter(([, w]) => (w ?? 0) > 0));
-    const needed = [...new Set<MetricId>([...weightOf.keys(), ...breakdown])];
     const num = this.num.fill(0);
     const den = this.den.fill(0);
-    // a percentile column per breakdown metric (NaN = not measured or not gated), from reused scratch buffers
-    const pct = new Map<MetricId, Float64Array>();
-    breakdown.forEach((id, k) => {
-      this.pctScratch[k] ??= new Float64Array(n);
-      pct.set(id, this.pctScratch[k]!.fill(Number.NaN));
-    });
-    for (const id of needed) this.percentiles(id, mask, weightOf.get(id) ?? 0, pct.get(id) ?? null);
+    for (const [id, w] of Object.entries(cfg.weights) as [MetricId, number][]) if ((w ?? 0) > 0) this.percentiles(id, mask, w, null);
     // composite = sum(w * pct) / sum(w) over the measured weighted metrics; scored = at least one of them measured
     // (den > 0 only on gated rows). `num` becomes the composite column, NaN where unscored.
     const composite = num;
@@ -310,21 +309,59 @@ export class RankingEngine {
     };
     let total = 0;
     for (let i = 0; i < n; i++) if (!Number.isNaN(composite[i]!)) total++;
-    const want = Math.min(total, cfg.offset + cfg.limit);
-    const top = topK(composite, want, before);
-    const pageRows = top.slice(cfg.offset, cfg.offset + cfg.limit);
-    const page: RankedPage = {
+    return { mask, composite, before, explain: { cohort, counts, scored, total } };
+  }
+
+  /** Percentiles of `rows` (within the gated mask) for each metric, NaN where not measured. */
+  private rowPercentiles(mask: Uint8Array, rows: ArrayLike<number>, metrics: readonly MetricId[]): Partial<Record<MetricId, Float64Array>> {
+    this.slot ??= new Int32Array(this.cols.n).fill(-1);
+    const slot = this.slot;
+    for (let k = 0; k < rows.length; k++) slot[rows[k]!] = k;
+    const out: Partial<Record<MetricId, Float64Array>> = {};
+    try {
+      for (const id of metrics) {
+        const pct = new Float64Array(rows.length).fill(Number.NaN);
+        this.percentiles(id, mask, 0, { slot, pct });
+        out[id] = pct;
+      }
+    } finally {
+      for (let k = 0; k < rows.length; k++) slot[rows[k]!] = -1;
+    }
+    return out;
+  }
+
+  /**
+   * Rank `cfg` as of T: the page [offset, offset + limit) of the board, its explain counts and the page rows'
+   * breakdown percentiles (weighted metrics and extra_metrics).
+   */
+  rank(cfg: RankingConfig, asOfUs: number, breakdown: readonly MetricId[]): RankedPage {
+    const { mask, composite, before, explain } = this.score(cfg, asOfUs);
+    const want = Math.min(explain.total, cfg.offset + cfg.limit);
+    const pageRows = topK(composite, want, before).slice(cfg.offset, cfg.offset + cfg.limit);
+    return {
       rows: pageRows,
       ranks: pageRows.map((_, k) => cfg.offset + k + 1),
       composite: pageRows.map((i) => composite[i]!),
-      pct: {},
-      explain: { cohort, counts, scored, total },
+      pct: Object.fromEntries(Object.entries(this.rowPercentiles(mask, pageRows, breakdown)).map(([id, p]) => [id, Array.from(p, (x) => (Number.isNaN(x) ? null : x))])),
+      explain,
     };
-    for (const id of breakdown) {
-      const p = pct.get(id)!;
-      page.pct[id] = pageRows.map((i) => (Number.isNaN(p[i]!) ? null : p[i]!));
+  }
+
+  /**
+   * The whole board of `cfg` (what boardSql stores for a preset): every ranked row in rank order with its
+   * composite, handed to `onRows` in slices of up to `sliceRows` rows with every metric's percentile (NaN = not measured).
+   */
+  board(cfg: RankingConfig, asOfUs: number, onRows: (rows: Int32Array, composite: Float64Array, pct: Partial<Record<MetricId, Float64Array>>, firstRank: number) => void, sliceRows = 500_000): ExplainCounts {
+    const { mask, composite, before, explain } = this.score(cfg, asOfUs);
+    const ranked: number[] = [];
+    for (let i = 0; i < composite.length; i++) if (!Number.isNaN(composite[i]!)) ranked.push(i);
+    ranked.sort(before);
+    const scores = Float64Array.from(ranked, (i) => composite[i]!);
+    for (let a = 0; a < ranked.length; a += sliceRows) {
+      const rows = Int32Array.from(ranked.slice(a, a + sliceRows));
+      onRows(rows, scores.subarray(a, a + rows.length), this.rowPercentiles(mask, rows, METRIC_IDS), a + 1);
     }
-    return page;
+    return explain;
   }
 }
 
@@ -342,6 +379,11 @@ export class VersionRanker implements Ranker {
     for (const id of breakdown) measured[id] = page.rows.map((i) => c.measured[id][i] === 1);
     return { walletIds: page.rows.map((i) => c.walletId[i]!), ranks: page.ranks, composite: page.composite, pct: page.pct, measured, explain: page.explain };
   }
+}
+
+/** Every metric's measured rows in value order (what a RankingEngine walks for percentiles). */
+export function metricOrders(cols: RankColumns): Record<MetricId, Int32Array> {
+  return Object.fromEntries(METRIC_IDS.map((id) => [id, sortedMeasured(cols.measured[id], cols.value[id])])) as Record<MetricId, Int32Array>;
 }
 
 /**
@@ -417,10 +459,13 @@ function topK(composite: Float64Array, k: number, before: (a: number, b: number)
 }
 
 /** Read the rank base into columns (one scan per wallet slice of ~1M rows). */
-export async function loadRankColumns(db: ColumnarRunner, base = 'a_rank_base'): Promise<RankColumns> {
+export async function loadRankColumns(db: ColumnarRunner, base = 'a_rank_base', opts: { shared?: boolean } = {}): Promise<RankColumns> {
   const [meta] = await db.all<{ n: number; cats: string[] }>(`SELECT (SELECT count(*) FROM ${base} WHERE trade_count > 0) AS n, ${categoriesListSql(base)} AS cats`);
   const n = Number(meta?.n ?? 0);
+  // shared: the metric columns live in SharedArrayBuffers, so a worker thread can order them without a copy
   const f64 = () => new Float64Array(n);
+  const sharedF64 = () => (opts.shared ? new Float64Array(new SharedArrayBuffer(8 * n)) : f64());
+  const sharedU8 = () => (opts.shared ? new Uint8Array(new SharedArrayBuffer(n)) : new Uint8Array(n));
   const cols: RankColumns = {
     n,
     walletId: new Int32Array(n),
@@ -432,18 +477,26 @@ export async function loadRankColumns(db: ColumnarRunner, base = 'a_rank_base'):
     volume: f64(),
     tagBits: new Int32Array(n),
     clusterSize: new Int32Array(n),
-    measured: Object.fromEntries(METRIC_IDS.map((id) => [id, new Uint8Array(n)])) as Record<MetricId, Uint8Array>,
-    value: Object.fromEntries(METRIC_IDS.map((id) => [id, f64()])) as Record<MetricId, Float64Array>,
+    measured: Object.fromEntries(METRIC_IDS.map((id) => [id, sharedU8()])) as Record<MetricId, Uint8Array>,
+    value: Object.fromEntries(METRIC_IDS.map((id) => [id, sharedF64()])) as Record<MetricId, Float64Array>,
     gate: Object.fromEntries((Object.keys(GATE_FIELDS) as GateField[]).map((g) => [g, f64()])) as Record<GateField, Float64Array>,
   };
   let row = 0;
-  // user codes are dense over the whole base, so they are computed once, then the columns are read in slices
+  // user codes are dense over the whole base, so they are computed once into a table stored in wallet order; then
+  // its wallet ids are read whole (they give the slice bounds) and the columns slice by slice, each a range scan
+  // (zone maps skip the rest; a scan returns rows in stored order)
   await db.run(`CREATE OR REPLACE TEMP TABLE rank_columns AS ${rankingColumnsSql(base)}`);
+  await db.scan(`SELECT wallet_id::INTEGER AS wallet_id FROM rank_columns`, (b) => {
+    cols.walletId.set(b.int('wallet_id') as Int32Array, row);
+    row += b.n;
+  });
   const slice = 1_000_000;
+  row = 0;
   for (let off = 0; off < n; off += slice) {
-    await db.scan(`SELECT * EXCLUDE (wallet_id), wallet_id::INTEGER AS wallet_id FROM rank_columns ORDER BY wallet_id LIMIT ${slice} OFFSET ${off}`, (b) => {
+    const lo = cols.walletId[off]!;
+    const hi = off + slice < n ? `AND wallet_id < ${cols.walletId[off + slice]!}` : '';
+    await db.scan(`SELECT * EXCLUDE (wallet_id) FROM rank_columns WHERE wallet_id >= ${lo} ${hi}`, (b) => {
       const copy = <T extends Int32Array | Float64Array | Uint8Array>(dst: T, src: ArrayLike<number>) => dst.set(src as never, row);
-      copy(cols.walletId, b.int('wallet_id'));
       copy(cols.userCode, b.int('user_code'));
       copy(cols.tradeCount, b.f64('trade_count'));
       copy(cols.lastTradeUs, b.f64('last_trade_us'));
@@ -459,6 +512,56 @@ export async function loadRankColumns(db: ColumnarRunner, base = 'a_rank_base'):
       row += b.n;
     });
   }
+  if (row !== n) throw new Error(`rank columns: read ${row} rows of ${n}`);
   await db.run(`DROP TABLE IF EXISTS rank_columns`);
   return cols;
+}
+
+/** How a caller computes the metric orders of loaded columns (a service: off its event loop). */
+export type OrdersOf = (cols: RankColumns) => Promise<Record<MetricId, Int32Array>>;
+
+/** A RankingEngine over the current a_rank_base (read on `db`, so inside its transaction). */
+export async function loadRankingEngine(db: ColumnarRunner, ordersOf?: OrdersOf): Promise<RankingEngine> {
+  const cols = await loadRankColumns(db, 'a_rank_base', { shared: ordersOf !== undefined });
+  return new RankingEngine(cols, ordersOf ? await ordersOf(cols) : metricOrders(cols));
+}
+
+/**
+ * Score every preset into a_board and a_board_meta with the in-memory engine: the rows, columns and order boardSql
+ * gives (core/rankings.ts buildBoards, the SQL definition; test/core/ranking-engine.test.ts holds them equal), at a
+ * fraction of the cost: each preset is a few passes over the columns, then one join writes its rows.
+ */
+export async function writeBoards(db: ColumnarRunner, engine: RankingEngine, asOf: AsOf): Promise<void> {
+  await db.run(`CREATE OR REPLACE TABLE a_board_meta (preset VARCHAR, cohort_size BIGINT, gate_counts BIGINT[], scored BIGINT, total_rows BIGINT)`);
+  const pctCols = METRIC_IDS.map((id) => ({ name: `pct_${id}`, type: 'DOUBLE' as const }));
+  const columns = [{ name: 'wallet_id', type: 'INTEGER' as const }, { name: 'rank', type: 'INTEGER' as const }, { name: 'composite_score', type: 'DOUBLE' as const }, ...pctCols];
+  const metricCols = METRIC_IDS.map((id) => `(${METRICS[id].measured}) AS ms_${id}, (${METRICS[id].value})::DOUBLE AS val_${id}, b.pct_${id}`);
+  const wallet = engine.cols.walletId;
+  let first = true;
+  for (const p of PRESETS) {
+    const cfg = RankingConfig.parse(p.config);
+    await db.run(`CREATE OR REPLACE TEMP TABLE board_rows (${columns.map((c) => `${c.name} ${c.type}`).join(', ')})`);
+    const w = await db.writer('board_rows', columns);
+    const e = engine.board(cfg, asOf.getTime() * 1000, (rows, composite, pct, firstRank) => {
+      const byMetric = METRIC_IDS.map((id) => pct[id]!);
+      for (let k = 0; k < rows.length; k++) {
+        w.set(0, wallet[rows[k]!]!);
+        w.set(1, firstRank + k);
+        w.set(2, composite[k]!);
+        for (let j = 0; j < byMetric.length; j++) {
+          const x = byMetric[j]![k]!;
+          w.set(3 + j, Number.isNaN(x) ? null : x);
+        }
+        w.next();
+      }
+    });
+    await w.close();
+    const select = `SELECT '${p.slug}' AS preset, b.rank, wallet_id, r.user_key, r.last_trade_at, r.best_category,
+        ${ROW_COLUMNS.map((c) => `r.${c}`).join(', ')}, ${metricCols.join(', ')}, b.composite_score
+      FROM board_rows b JOIN a_rank_base r USING (wallet_id) ORDER BY b.rank`;
+    await db.run(first ? `CREATE OR REPLACE TABLE a_board AS ${select}` : `INSERT INTO a_board ${select}`);
+    first = false;
+    await db.run(`INSERT INTO a_board_meta VALUES ('${p.slug}', ${e.cohort}, [${e.counts.join(',')}]::BIGINT[], ${e.scored}, ${e.total})`);
+  }
+  await db.run(`DROP TABLE IF EXISTS board_rows`);
 }

@@ -15,7 +15,8 @@
  *  meta          a_meta (as_of, built_at, version, watermark)
  */
 import { A_LEGS_FILLS, CLUSTER_RULES, buildClusters } from '../clusters.ts';
-import { buildBoards, ensureWalletLinks, rankBaseSql } from '../rankings.ts';
+import { ensureWalletLinks, rankBaseSql } from '../rankings.ts';
+import { loadRankingEngine, writeBoards, type OrdersOf, type RankingEngine } from '../ranking-engine.ts';
 import { sharpCutoff } from '../tags.ts';
 import { tsLiteral, type AsOf, type ColumnarRunner, type TableColumns, type ScanBatch } from '../query.ts';
 import { walletMetricsSql, RANKED_DEVIATES_SQL } from './cohort.ts';
@@ -54,6 +55,8 @@ export async function writeMeta(db: ColumnarRunner, asOf: AsOf, watermark: numbe
 }
 
 export interface BuildReport {
+  /** the ranking engine the boards were scored with (the rank base of this state): custom rankings can use it */
+  ranker?: RankingEngine;
   as_of: string;
   seconds: Record<string, number>;
   total_seconds: number;
@@ -72,6 +75,8 @@ export interface FullBuildOptions {
   rankings?: boolean;
   riskDays?: number;
   onStep?: (name: string, i: number, n: number) => void;
+  /** how the boards' ranking engine gets its metric orders (default: sorted here, synchronously) */
+  ordersOf?: OrdersOf;
 }
 
 /** The columns a leg scan selects, as the stream's LegBatch names them. */
@@ -343,17 +348,22 @@ export async function fullBuild(db: ColumnarRunner, asOf: AsOf, opts: FullBuildO
   const deviates = await db.all<{ w: number }>(RANKED_DEVIATES_SQL);
   const sharpMinDeviate = sharpCutoff(deviates.map((d) => d.w));
   await timed('metrics', () => db.run(`CREATE OR REPLACE TABLE a_wallet_metrics AS ${walletMetricsSql(sharpMinDeviate)}`));
+  let ranker: RankingEngine | undefined;
   if (rankings) {
     await timed('clusters', () => buildClusters(db, asOf, CLUSTER_RULES, A_LEGS_FILLS));
     await ensureWalletLinks(db);
     await timed('rank_base', () => db.run(rankBaseSql()));
-    await timed('boards', () => buildBoards(db, asOf));
+    ranker = await timed('boards', async () => {
+      const engine = await loadRankingEngine(db, opts.ordersOf);
+      await writeBoards(db, engine, asOf);
+      return engine;
+    });
   }
   opts.onStep?.('done', names.length, names.length);
   const total = Number(((performance.now() - t0) / 1000).toFixed(2));
   await db.run(`UPDATE a_meta SET built_at = now(), build_seconds = ${total}, sharp_min_deviate = ${sqlDouble(sharpMinDeviate)}, ranked_wallets = ${deviates.length}`);
   const [counts] = await db.all<{ wallets: number; positions: number }>(`SELECT (SELECT count(*) FROM a_wallet_metrics) AS wallets, (SELECT count(*) FROM a_positions) AS positions`);
-  return { as_of: asOf.toISOString(), seconds, total_seconds: total, wallets: Number(counts!.wallets), positions: Number(counts!.positions), mids, watermark };
+  return { as_of: asOf.toISOString(), seconds, total_seconds: total, wallets: Number(counts!.wallets), positions: Number(counts!.positions), mids, watermark, ranker };
 }
 
 export { LEGS_ORDER };

@@ -19,7 +19,8 @@
  * Clusters, the rank base and the boards are recomputed whole (cohort-wide by nature).
  */
 import { A_LEGS_FILLS, CLUSTER_RULES, buildClusters } from '../clusters.ts';
-import { buildBoards, ensureWalletLinks, rankBaseSql } from '../rankings.ts';
+import { ensureWalletLinks, rankBaseSql } from '../rankings.ts';
+import { loadRankingEngine, writeBoards, type OrdersOf, type RankingEngine } from '../ranking-engine.ts';
 import { sharpCutoff } from '../tags.ts';
 import { tsLiteral, type AsOf, type ColumnarRunner } from '../query.ts';
 import {
@@ -48,6 +49,8 @@ export interface StateMark {
 }
 
 export interface RefreshReport {
+  /** the ranking engine the boards were scored with (this state's rank base) */
+  ranker?: RankingEngine;
   as_of: string;
   watermark: number;
   seconds: Record<string, number>;
@@ -70,7 +73,7 @@ function dayEndValue(mids: MidIndex, resolvedAt: number, payout: number, token: 
   return Number.isNaN(m) ? 0 : m;
 }
 
-export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMark, to: StateMark, opts: { riskDays?: number } = {}): Promise<RefreshReport> {
+export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMark, to: StateMark, opts: { riskDays?: number; ordersOf?: OrdersOf } = {}): Promise<RefreshReport> {
   const t0 = performance.now();
   const seconds: Record<string, number> = {};
   const timed = async <R>(name: string, f: () => Promise<R>): Promise<R> => {
@@ -310,11 +313,16 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
   await timed('clusters', () => buildClusters(db, to.asOf, CLUSTER_RULES, A_LEGS_FILLS));
   await ensureWalletLinks(db);
   await timed('rank_base', () => db.run(rankBaseSql()));
-  await timed('boards', () => buildBoards(db, to.asOf));
+  const ranker = await timed('boards', async () => {
+    const engine = await loadRankingEngine(db, opts.ordersOf);
+    await writeBoards(db, engine, to.asOf);
+    return engine;
+  });
   const cutoff = Number.isFinite(sharpMinDeviate) ? String(sharpMinDeviate) : 'NULL';
   const total = Number(((performance.now() - t0) / 1000).toFixed(3));
   await db.run(`UPDATE a_meta SET built_at = now(), sharp_min_deviate = ${cutoff}::DOUBLE, ranked_wallets = ${deviates.length}, refresh_seconds = ${total}`);
   return {
+    ranker,
     as_of: to.asOf.toISOString(),
     watermark: W1,
     seconds,

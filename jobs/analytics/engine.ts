@@ -16,6 +16,7 @@ import { ENGINE_SCHEMA, fullBuild, loadMids, type BuildReport } from '../../core
 import type { MidIndex } from '../../core/analytics/mid-index.ts';
 import { refresh, venueWatermark, type RefreshReport, type StateMark } from '../../core/analytics/refresh.ts';
 import { queryRows } from '../../data/duckdb.ts';
+import { metricOrdersOffThread } from './rank-orders.ts';
 import { duckRunner } from '../../data/runner.ts';
 
 export interface Published {
@@ -91,7 +92,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
       return;
     }
     const asOf = this.opts.now();
-    const report = await fullBuild(db, asOf, { onStep: this.opts.onBuildStep });
+    const report = await fullBuild(db, asOf, { onStep: this.opts.onBuildStep, ordersOf: metricOrdersOffThread });
     this.mids = report.mids;
     this.mark = { asOf, watermark: report.watermark };
     this.current = { version: 1, asOf, builtAt: new Date(), watermark: report.watermark };
@@ -120,7 +121,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     let report: RefreshReport;
     try {
       const to: StateMark = { asOf, watermark: await venueWatermark(db) };
-      report = await refresh(db, this.mids, this.mark, to);
+      report = await refresh(db, this.mids, this.mark, to, { ordersOf: metricOrdersOffThread });
       await this.conn.run('COMMIT');
       this.mark = to;
     } catch (e) {

@@ -1,14 +1,16 @@
 /**
  * In-memory rankers of the latest analytics versions (core/ranking-engine.ts), for custom rankings in milliseconds:
- * after each published version the rank base is read once, in one read transaction that also reads the version it
- * belongs to, and kept beside the previous one (requests still reading the previous version's snapshot use it).
+ * the builder hands over the engine it scored a version's boards with (`adopt`), or the rank base is read once, in
+ * one read transaction that also reads the version it belongs to (`refresh`: at start, or a builder in another
+ * process); the latest two are kept (requests still reading the previous version's snapshot use it).
  * A request whose version has no ranker loaded (yet) is ranked in SQL: same answer, slower.
  */
 import type { DuckDBInstance } from '@duckdb/node-api';
-import { RankingEngine, VersionRanker, loadRankColumns } from '../../core/ranking-engine.ts';
+import { RankingEngine, VersionRanker, loadRankColumns, type RankColumns } from '../../core/ranking-engine.ts';
 import type { Ranker, RankerSource } from '../../core/rankings.ts';
 import { queryRows } from '../../data/duckdb.ts';
 import { duckRunner } from '../../data/runner.ts';
+import { metricOrdersOffThread } from './rank-orders.ts';
 
 export class RankerCache implements RankerSource {
   private loaded: VersionRanker[] = [];
@@ -23,6 +25,12 @@ export class RankerCache implements RankerSource {
 
   at(version: number): Ranker | null {
     return this.loaded.find((r) => r.version === version) ?? null;
+  }
+
+  /** Keep the engine the builder scored `version`'s boards with (no reload: the same rank base). */
+  adopt(version: number, engine: RankingEngine): void {
+    if (this.at(version)) return;
+    this.loaded = [new VersionRanker(version, engine), ...this.loaded].sort((a, b) => b.version - a.version).slice(0, this.keep);
   }
 
   /** Load the latest committed version (coalescing: versions published while one loads are skipped to the newest). */
@@ -43,17 +51,22 @@ export class RankerCache implements RankerSource {
   private async loadLatest(): Promise<void> {
     const t = performance.now();
     const conn = await this.instance.connect();
+    let version = Number.NaN;
+    let cols: RankColumns;
     try {
       await conn.run('BEGIN TRANSACTION');
       const [m] = await queryRows<{ version: number }>(conn, `SELECT version FROM a_meta LIMIT 1`);
-      const version = Number(m?.version);
+      version = Number(m?.version);
       if (!Number.isFinite(version) || this.at(version)) return;
-      const engine = new RankingEngine(await loadRankColumns(duckRunner(conn)));
-      this.loaded = [new VersionRanker(version, engine), ...this.loaded].slice(0, this.keep);
-      this.log(`rankers: version ${version} loaded (${engine.cols.n.toLocaleString()} wallets) in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+      cols = await loadRankColumns(duckRunner(conn), 'a_rank_base', { shared: true });
     } finally {
       await conn.run('COMMIT').catch(() => {});
       conn.closeSync();
     }
+    // the sorts run on a worker thread: requests go on meanwhile
+    const engine = new RankingEngine(cols, await metricOrdersOffThread(cols));
+    if (this.at(version)) return; // adopted meanwhile
+    this.loaded = [new VersionRanker(version, engine), ...this.loaded].sort((a, b) => b.version - a.version).slice(0, this.keep);
+    this.log(`rankers: version ${version} loaded (${engine.cols.n.toLocaleString()} wallets) in ${((performance.now() - t) / 1000).toFixed(1)} s`);
   }
 }

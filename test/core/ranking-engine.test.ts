@@ -8,10 +8,11 @@ import fc from 'fast-check';
 import { getAddress } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fullBuild } from '../../core/analytics/build.ts';
-import { RankingEngine, loadRankColumns, sortedMeasured } from '../../core/ranking-engine.ts';
-import { GATE_FIELDS, METRIC_IDS, RankingConfig, customRanking, type GateField, type MetricId } from '../../core/rankings.ts';
+import { RankingEngine, loadRankColumns, metricOrders, sortedMeasured, writeBoards } from '../../core/ranking-engine.ts';
+import { GATE_FIELDS, METRIC_IDS, RankingConfig, buildBoards, customRanking, type GateField, type MetricId } from '../../core/rankings.ts';
 import { SMART_MONEY_TAGS } from '../../core/tags.ts';
 import { duckRunner } from '../../data/runner.ts';
+import { metricOrdersOffThread } from '../../jobs/analytics/rank-orders.ts';
 import { RankerCache } from '../../jobs/analytics/rankers.ts';
 import { makeVenue, type TestVenue } from '../helpers/venue.ts';
 
@@ -38,6 +39,40 @@ it('sortedMeasured orders measured rows by value, ties by row, and skips the res
       expect([...sortedMeasured(measured, value)]).toEqual(want);
     }),
   );
+});
+
+it('a worker thread orders shared columns exactly as metricOrders does here', async () => {
+  const cols = await loadRankColumns(duckRunner(v.conn), 'a_rank_base', { shared: true });
+  expect(cols.value.calibration.buffer).toBeInstanceOf(SharedArrayBuffer);
+  const off = await metricOrdersOffThread(cols);
+  const here = metricOrders(cols);
+  for (const id of METRIC_IDS) {
+    expect(off[id].length).toBeGreaterThan(0);
+    expect([...off[id]]).toEqual([...here[id]]);
+  }
+});
+
+it('writes every preset board as the SQL definition does: rows, order, every column, the explain counts', async () => {
+  const db = duckRunner(v.conn);
+  await writeBoards(db, engine, T);
+  const fromEngine = await v.rows<Record<string, unknown>>(`SELECT * FROM a_board ORDER BY preset, rank`);
+  const metaEngine = await v.rows(`SELECT * FROM a_board_meta ORDER BY preset`);
+  await buildBoards(db, T);
+  const fromSql = await v.rows<Record<string, unknown>>(`SELECT * FROM a_board ORDER BY preset, rank`);
+  expect(await v.rows(`SELECT * FROM a_board_meta ORDER BY preset`)).toEqual(metaEngine);
+  expect(fromEngine.length).toBe(fromSql.length);
+  expect(new Set(fromSql.map((r) => r.preset)).size).toBeGreaterThan(5);
+  expect(Object.keys(fromEngine[0]!)).toEqual(Object.keys(fromSql[0]!));
+  fromSql.forEach((want, k) => {
+    const got = fromEngine[k]!;
+    for (const [col, x] of Object.entries(want)) {
+      // percentiles may differ in the last bit (100 * rank / (n - 1) vs percent_rank * 100)
+      if (col.startsWith('pct_') && typeof x === 'number') expect(got[col] as number).toBeCloseTo(x, 9);
+      else expect([col, got[col]]).toEqual([col, x]);
+    }
+  });
+  // leave the engine's boards in place for the tests below
+  await writeBoards(db, engine, T);
 });
 
 const metric = fc.constantFrom(...METRIC_IDS);
