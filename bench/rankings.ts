@@ -11,7 +11,7 @@
 import { parseArgs } from 'node:util';
 import { rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { PRESETS, buildBoards, customRanking, presetRanking } from '../core/rankings.ts';
+import { PRESETS, RankingConfig, breakdownIdsFor, buildBoards, customRanking, presetRanking } from '../core/rankings.ts';
 import { openDuckDB, queryRows, sqlString } from '../data/duckdb.ts';
 import { duckRunner } from '../data/runner.ts';
 import { RankingEngine, VersionRanker, loadRankColumns } from '../core/ranking-engine.ts';
@@ -75,7 +75,11 @@ for (let i = 0; i < Math.max(3, Math.floor(runs / 8)); i++) custom.push(await ti
 // the in-memory ranker of this version, as the service loads it after each publish
 const t2 = performance.now();
 const version = Number((await queryRows<{ v: number }>(conn, `SELECT version AS v FROM a_meta`))[0]?.v ?? 1);
-const ranker = new VersionRanker(version, new RankingEngine(await loadRankColumns(db)));
+const rankCols = await loadRankColumns(db);
+const rankerColumnsSeconds = (performance.now() - t2) / 1000;
+const t3 = performance.now();
+const ranker = new VersionRanker(version, new RankingEngine(rankCols));
+const rankerOrdersSeconds = (performance.now() - t3) / 1000;
 const rankerLoadSeconds = (performance.now() - t2) / 1000;
 const rankers = { at: (v: number) => (v === version ? ranker : null) };
 // random valid configs (a fixed seed: the same list every run)
@@ -92,10 +96,14 @@ const randomConfig = () => ({
   offset: pick([0, 0, 100]),
 });
 const fast: number[] = [];
+const rankOnly: number[] = [];
 const customRandomSql: number[] = [];
 for (let i = 0; i < runs * 2; i++) {
   const cfg = randomConfig();
   fast.push(await time(() => customRanking(db, cfg as never, now, undefined, rankers)));
+  // the in-memory pass alone (cohort, gates, percentiles, composite, page), without the page rows' SQL
+  const parsed = RankingConfig.parse(cfg);
+  rankOnly.push(await time(async () => ranker.rankPage(parsed, asOf, breakdownIdsFor(parsed))));
   if (i < Math.max(3, Math.floor(runs / 8))) customRandomSql.push(await time(() => customRanking(db, cfg as never, now)));
 }
 console.log(
@@ -113,7 +121,10 @@ console.log(
       custom_sql: stats(custom),
       custom_random_sql: stats(customRandomSql),
       ranker_load_seconds: Number(rankerLoadSeconds.toFixed(1)),
+      ranker_columns_read_seconds: Number(rankerColumnsSeconds.toFixed(1)),
+      ranker_metric_orders_seconds: Number(rankerOrdersSeconds.toFixed(1)),
       custom_in_memory_random_configs: stats(fast),
+      custom_in_memory_rank_pass_only: stats(rankOnly),
       peak_rss_mb: Math.round(process.memoryUsage().rss / 2 ** 20),
     },
     null,

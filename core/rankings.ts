@@ -13,7 +13,7 @@ import { z } from 'zod';
 import { MIN_RESOLVED_MARKETS } from './calibration.ts';
 import { tsLiteral, type AsOf, type QueryRunner } from './query.ts';
 import { SMART_MONEY_TAGS } from './tags.ts';
-import { COPY_RULES, verdictFor } from './trader.ts';
+import { COPY_RULES, verdictFor } from './trader/index.ts';
 import { verdictInputsFromRow } from './wallet-style.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -409,7 +409,7 @@ export function rankBaseSql(): string {
     ORDER BY wallet_id`;
 }
 
-/** copyFlags() of core/trader.ts in SQL (any flag = copies badly), over a_wallet_metrics m and a_style s. */
+/** copyFlags() of core/trader/verdict.ts in SQL (any flag = copies badly), over a_wallet_metrics m and a_style s. */
 export function copiesBadlySql(): string {
   const r = COPY_RULES;
   return `coalesce(s.n_fills >= ${r.minFillsForStyle} AND (
@@ -498,7 +498,7 @@ export type RankingResponse = z.infer<typeof RankingResponse>;
 /** Builds a ranking row's verdict from its a_rank_base row (wired to the copy-fitness verdict). */
 export type VerdictOf = (base: Record<string, unknown>) => z.infer<typeof VerdictShape>;
 
-/** The copy-fitness verdict of the row's wallet (core/trader.ts verdictFor over its a_rank_base row). */
+/** The copy-fitness verdict of the row's wallet (core/trader/verdict.ts verdictFor over its a_rank_base row). */
 export const copyFitnessVerdict: VerdictOf = (base) => verdictFor(verdictInputsFromRow(base));
 
 export function normalizedWeights(weights: RankingConfig['weights']): Record<string, number> {
@@ -601,7 +601,7 @@ async function buildMeta(db: QueryRunner): Promise<{ as_of: Date; version?: numb
   return { as_of: m.as_of, version: m.version === undefined || m.version === null ? undefined : Number(m.version) };
 }
 
-function breakdownIdsFor(cfg: RankingConfig): MetricId[] {
+export function breakdownIdsFor(cfg: RankingConfig): MetricId[] {
   const weighted = (Object.entries(cfg.weights) as [MetricId, number][]).filter(([, w]) => w > 0).map(([id]) => id);
   return [...new Set([...weighted, ...cfg.extra_metrics])];
 }

@@ -19,9 +19,20 @@ export interface LiveTailOptions {
   tickMs?: number;
 }
 
+/** One tick's write: its arrival batch (venue seq) and what it held, stamped with the wall clock after the write. */
+export interface TailArrival {
+  seq: number;
+  fills: number;
+  resolutions: number;
+  mids: number;
+  wallMs: number;
+}
+
 export interface LiveTailEvents {
   fill: [TailFill];
   resolution: [TailResolution];
+  /** after each non-empty write (freshness is measured from here: bench/freshness.ts) */
+  batch: [TailArrival];
 }
 
 const ts = (s: number) => new DuckDBTimestampValue(BigInt(s) * 1_000_000n);
@@ -73,7 +84,8 @@ export class LiveTail extends EventEmitter<LiveTailEvents> {
       const toS = this.venueS + Math.max(1, Math.round(dtS * this.opts.speed));
       const batch = this.gen.step(this.venueS, toS, count);
       this.venueS = toS;
-      await this.write(batch);
+      const seq = await this.write(batch);
+      if (seq !== null) this.emit('batch', { seq, fills: batch.fills.length, resolutions: batch.resolutions.length, mids: batch.mids.length, wallMs: Date.now() });
       for (const f of batch.fills) this.emit('fill', f);
       for (const r of batch.resolutions) this.emit('resolution', r);
       this.counts.fills += batch.fills.length;
@@ -87,8 +99,9 @@ export class LiveTail extends EventEmitter<LiveTailEvents> {
     return run;
   }
 
-  private async write(b: TailBatch): Promise<void> {
-    if (!b.fills.length && !b.mids.length && !b.resolutions.length && !b.closed.length) return;
+  /** Append a tick's rows as one arrival batch; returns its seq (null when there was nothing to write). */
+  private async write(b: TailBatch): Promise<number | null> {
+    if (!b.fills.length && !b.mids.length && !b.resolutions.length && !b.closed.length) return null;
     // one arrival batch for everything this tick writes (the analytics refresh reads what arrived after its watermark)
     const seq = BigInt(await nextVenueSeq(this.conn));
     if (b.fills.length) {
@@ -136,6 +149,7 @@ export class LiveTail extends EventEmitter<LiveTailEvents> {
         [r.marketId, r.winner, r.winnerIndex, y, n, y / (y + n), n / (y + n), r.resolvedAt, r.txHash, seq],
       );
     }
+    return Number(seq);
   }
 
   stats(): { fills: number; resolutions: number; fillsPerSecond: number; venueTime: string } {

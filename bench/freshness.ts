@@ -1,0 +1,252 @@
+/**
+ * Benchmark: how fresh the live analytics stay under the live tail, measured in one process as `npm start` runs
+ * them — the analytics engine refreshing back to back, the live tail appending fills at --rate per second, the REST
+ * app on loopback reading through per-request snapshots, the in-memory rankers reloaded after each publish.
+ *
+ * Freshness of a fill = (wall time its version is published) − (wall time the tail committed it): the published
+ * version's watermark covers the fill's arrival batch, so its wallet's rows, the cohort step and every board are
+ * committed with it. The custom-ranking figure adds the in-memory ranker's reload after the publish. Meanwhile a
+ * client asks for uncached preset rankings (one every --probe-ms) and custom rankings; their latency is reported
+ * while a refresh runs and between refreshes. CPU share: the process's CPU time (DuckDB threads included) over
+ * wall × cores, and the part of it spent while refreshes ran.
+ *
+ *   npm run bench:freshness -- [--db PATH --wallets N --days D --seed S] [--rate 68] [--seconds 300]
+ *        [--refresh-ms 0] [--probe-ms 250] [--memory-limit 5GB]
+ * Defaults: the demo venue of `npm start` (stop it first: it holds the DuckDB file). At full scale:
+ *   npm run bench:freshness -- --db var/bench-venue-w2800000/bench.duckdb --wallets 2800000 --days 120 --seed 1
+ * The tail's rows stay in the database (a later run continues after them), as they would in the service.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { cpus, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { PRESETS, ensureWalletLinks } from '../core/rankings.ts';
+import { AccountStore } from '../data/account-store.ts';
+import { openDuckDB, queryRows } from '../data/duckdb.ts';
+import { DEFAULT_END } from '../data/generator/config.ts';
+import { DEMO_VENUE, REAL_MARKETS_CSV } from '../data/generator/defaults.ts';
+import { LiveTail, type TailArrival } from '../data/live-tail/tail.ts';
+import { SqliteRateStore } from '../data/rate-limit.ts';
+import { ResolutionFeed } from '../data/resolution-feed.ts';
+import { duckRunner } from '../data/runner.ts';
+import { createVenueViews, migrateVenue } from '../data/schema.ts';
+import { snapshotRunner } from '../data/snapshot-runner.ts';
+import { AnalyticsEngine, type Published } from '../jobs/analytics/engine.ts';
+import { RankerCache } from '../jobs/analytics/rankers.ts';
+import { createApp } from '../web-api/app.ts';
+
+const Args = z.object({
+  db: z.string().optional(),
+  wallets: z.coerce.number().int().min(50).default(DEMO_VENUE.wallets),
+  days: z.coerce.number().int().min(2).default(DEMO_VENUE.days),
+  seed: z.coerce.number().int().min(0).default(DEMO_VENUE.seed),
+  rate: z.coerce.number().positive().max(10_000).default(68),
+  seconds: z.coerce.number().positive().default(300),
+  'refresh-ms': z.coerce.number().int().min(0).default(0),
+  'probe-ms': z.coerce.number().int().min(10).default(250),
+  'memory-limit': z.string().default('5GB'),
+});
+const { values } = parseArgs({
+  options: Object.fromEntries(['db', 'wallets', 'days', 'seed', 'rate', 'seconds', 'refresh-ms', 'probe-ms', 'memory-limit'].map((k) => [k, { type: 'string' as const }])),
+});
+const a = Args.parse(values);
+const venue = { wallets: a.wallets, days: a.days, seed: a.seed, end: DEFAULT_END, realMarketsCsv: REAL_MARKETS_CSV };
+const dbPath = resolve(a.db ?? `var/demo-w${a.wallets}-d${a.days}-s${a.seed}/venue.duckdb`);
+
+let peakRss = 0;
+const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 200);
+const { instance, conn } = await openDuckDB({ path: dbPath, threads: 2, memoryLimit: a['memory-limit'] });
+await migrateVenue(conn);
+await createVenueViews(conn);
+await ensureWalletLinks(duckRunner(conn));
+const [summary] = await queryRows<{ wallets: number; fills: number; last: Date }>(conn, `SELECT (SELECT count(*) FROM wallets) AS wallets, count(*) AS fills, max(ts) AS last FROM fills`);
+process.stderr.write(`venue ${dbPath}: ${Number(summary!.wallets).toLocaleString()} wallets, ${Number(summary!.fills).toLocaleString()} fills\n`);
+
+let tail: LiveTail | undefined;
+const venueNow = () => (tail ? new Date(tail.stats().venueTime) : new Date(summary!.last));
+const tOpen = performance.now();
+const engine = await AnalyticsEngine.open(instance, { now: venueNow, log: (m) => process.stderr.write(`${m}\n`) });
+const openSeconds = (performance.now() - tOpen) / 1000;
+const apiDb = snapshotRunner(instance, { size: 8 });
+const rankers = new RankerCache(instance, 2, (m) => process.stderr.write(`${m}\n`));
+await rankers.refresh();
+
+const dir = await mkdtemp(join(tmpdir(), 'bench-freshness-'));
+const accounts = new AccountStore(join(dir, 'service.sqlite'));
+const rates = new SqliteRateStore(join(dir, 'service.sqlite'));
+const resolutionFeed = new ResolutionFeed(join(dir, 'service.sqlite'));
+const auth = { origin: '' };
+const app = createApp({
+  db: apiDb,
+  dbScope: apiDb.middleware,
+  rankers,
+  accounts,
+  rates,
+  resolutionFeed,
+  auth,
+  venueNow,
+  tidKey: 'bench-tid-key-0123456789abcdef',
+  presetCacheMs: 0, // every preset request is computed: the uncached figure
+  rateRules: { ip: { limit: 1e9 }, publicIp: { limit: 1e9 }, nonceIp: { limit: 1e9 }, verifyIp: { limit: 1e9 } },
+});
+const server = app.listen(0, '127.0.0.1');
+await new Promise((r) => server.once('listening', r));
+const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+auth.origin = base;
+const user = accounts.userForEmail('bench@example.com', Date.now());
+accounts.setPlan(user.user_id, 'desk', Date.now());
+const bearer = { authorization: `Bearer ${accounts.mintApiKey(user.user_id, 'bench', Date.now()).key}` };
+
+// --- the run
+const arrivals: TailArrival[] = [];
+const publishes: { p: Published; wallMs: number; seconds: number; rankerMs: number | null; cpuMs: number }[] = [];
+let refreshing = false;
+let refreshCpuUs = 0;
+let cpuAtStart = process.cpuUsage();
+const cpu0 = process.cpuUsage();
+const wall0 = performance.now();
+engine.on('published', (p, r) => {
+  const wallMs = Date.now();
+  const rec = { p, wallMs, seconds: r.total_seconds, rankerMs: null as number | null, cpuMs: 0 };
+  publishes.push(rec);
+  if (r.ranker) {
+    rankers.adopt(p.version, r.ranker);
+    rec.rankerMs = Date.now();
+  } else
+    void rankers.refresh().then(() => {
+      if (rankers.at(p.version)) rec.rankerMs = Date.now();
+    });
+});
+tail = await LiveTail.start(conn, venue, { ratePerSecond: a.rate, speed: 1 });
+tail.on('batch', (b) => arrivals.push(b));
+
+// refreshes back to back (or every --refresh-ms), CPU counted per refresh
+let stop = false;
+const refreshLoop = (async () => {
+  while (!stop) {
+    refreshing = true;
+    cpuAtStart = process.cpuUsage();
+    try {
+      await engine.refreshNow();
+    } catch (e) {
+      process.stderr.write(`refresh failed: ${(e as Error).message}\n`);
+    }
+    const d = process.cpuUsage(cpuAtStart);
+    refreshCpuUs += d.user + d.system;
+    if (publishes.length) publishes[publishes.length - 1]!.cpuMs = (d.user + d.system) / 1000;
+    refreshing = false;
+    if (a['refresh-ms']) await new Promise((r) => setTimeout(r, a['refresh-ms']));
+    else await new Promise((r) => setImmediate(r));
+  }
+})();
+
+// the reader: uncached presets and in-memory custom rankings, tagged with whether a refresh was running
+const probes: { kind: 'preset' | 'custom'; ms: number; during: boolean; asOf: string }[] = [];
+const customs = [
+  'weights=calibration:0.6,alpha_24h:0.4&limit=50',
+  'weights=realized_pnl:1,sharpe:1&active_within_days=30&limit=50',
+  'weights=volume:1&min_trades=20&limit=100',
+];
+const probeLoop = (async () => {
+  let i = 0;
+  while (!stop) {
+    const preset = i % 2 === 0;
+    const path = preset ? `/v1/rankings/preset/${PRESETS[(i >> 1) % PRESETS.length]!.slug}?limit=50` : `/v1/rankings?${customs[(i >> 1) % customs.length]}`;
+    const during = refreshing;
+    const t = performance.now();
+    const res = await fetch(`${base}${path}`, { headers: bearer });
+    const body = (await res.json()) as { as_of?: string; error?: { message: string } };
+    const ms = performance.now() - t;
+    if (res.status !== 200) throw new Error(`${path}: ${res.status} ${body.error?.message}`);
+    probes.push({ kind: preset ? 'preset' : 'custom', ms, during: during || refreshing, asOf: body.as_of ?? '' });
+    i++;
+    await new Promise((r) => setTimeout(r, a['probe-ms']));
+  }
+})();
+
+const progress = setInterval(() => {
+  const s = tail!.stats();
+  const last = publishes[publishes.length - 1];
+  process.stderr.write(
+    `  ${((performance.now() - wall0) / 1000).toFixed(0)} s: ${s.fills} fills (${s.fillsPerSecond.toFixed(1)}/s), ${publishes.length} versions` +
+      (last ? `, last v${last.p.version} refresh ${last.seconds.toFixed(1)} s` : '') +
+      `, rss ${Math.round(process.memoryUsage().rss / 2 ** 20)} MB\n`,
+  );
+}, 10_000);
+await new Promise((r) => setTimeout(r, a.seconds * 1000));
+await tail.stop();
+// one more refresh so the last arrivals are covered, then stop
+stop = true;
+await refreshLoop;
+await probeLoop;
+await engine.refreshNow();
+await rankers.refresh();
+clearInterval(progress);
+const wallS = (performance.now() - wall0) / 1000;
+const cpu = process.cpuUsage(cpu0);
+
+// --- figures
+const pct = (xs: number[], p: number) => {
+  if (!xs.length) return null;
+  const s = [...xs].sort((x, y) => x - y);
+  return Number(s[Math.min(s.length - 1, Math.floor(p * s.length))]!.toFixed(1));
+};
+const stats = (xs: number[]) => ({ n: xs.length, p50: pct(xs, 0.5), p95: pct(xs, 0.95), p99: pct(xs, 0.99), max: xs.length ? Number(Math.max(...xs).toFixed(1)) : null });
+// each fill's latency: the first publish whose watermark covers its batch (weighted by the batch's fill count)
+const published: number[] = [];
+const ranked: number[] = [];
+let uncovered = 0;
+for (const b of arrivals) {
+  const p = publishes.find((x) => x.p.watermark >= b.seq);
+  if (!p) {
+    uncovered += b.fills;
+    continue;
+  }
+  const ms = p.wallMs - b.wallMs;
+  for (let k = 0; k < b.fills; k++) published.push(ms / 1000);
+  if (p.rankerMs !== null) for (let k = 0; k < b.fills; k++) ranked.push((p.rankerMs - b.wallMs) / 1000);
+}
+// a check that "published" means reflected: the last version covers the newest fill of a sampled wallet
+const [check] = await queryRows<{ fill_ts: Date; last_fill_ts: Date | null }>(
+  conn,
+  `WITH f AS (SELECT taker_id, market_id, outcome_index, ts FROM fills WHERE seq = (SELECT max(seq) FROM fills) LIMIT 1)
+   SELECT f.ts AS fill_ts, (SELECT max(last_fill_ts) FROM a_position_state s
+     WHERE s.wallet_id = f.taker_id AND s.market_id = f.market_id) AS last_fill_ts FROM f`,
+).catch(() => [undefined]);
+const refreshes = publishes.map((x) => x.seconds);
+const out = {
+  bench: 'freshness',
+  venue: dbPath,
+  wallets: Number(summary!.wallets),
+  fills_at_start: Number(summary!.fills),
+  rate_fills_per_second: a.rate,
+  seconds: Number(wallS.toFixed(1)),
+  engine_open_seconds: Number(openSeconds.toFixed(1)),
+  tail_fills: tail.stats().fills,
+  versions_published: publishes.length,
+  refresh_seconds: stats(refreshes),
+  fill_to_published_seconds: stats(published),
+  fill_to_custom_ranker_seconds: stats(ranked),
+  fills_not_covered: uncovered,
+  newest_fill_reflected: check ? check.last_fill_ts !== null && new Date(check.last_fill_ts).getTime() >= new Date(check.fill_ts).getTime() : null,
+  preset_uncached_ms: { during_refresh: stats(probes.filter((p) => p.kind === 'preset' && p.during).map((p) => p.ms)), idle: stats(probes.filter((p) => p.kind === 'preset' && !p.during).map((p) => p.ms)) },
+  custom_ms: { during_refresh: stats(probes.filter((p) => p.kind === 'custom' && p.during).map((p) => p.ms)), idle: stats(probes.filter((p) => p.kind === 'custom' && !p.during).map((p) => p.ms)) },
+  cpu_share_of_2_cores: Number(((cpu.user + cpu.system) / 1e6 / (wallS * Math.min(2, cpus().length))).toFixed(3)),
+  cpu_share_maintenance: Number((refreshCpuUs / 1e6 / (wallS * Math.min(2, cpus().length))).toFixed(3)),
+  refresh_busy_share_of_wall: Number((refreshes.reduce((s, x) => s + x, 0) / wallS).toFixed(3)),
+  peak_rss_mb: Math.round(Math.max(peakRss, process.memoryUsage().rss) / 2 ** 20),
+};
+console.log(JSON.stringify(out, null, 2));
+clearInterval(rssTimer);
+server.close();
+await engine.stop();
+apiDb.close();
+accounts.close();
+resolutionFeed.close();
+await rates.close();
+await rm(dir, { recursive: true, force: true });
+conn.closeSync();
+instance.closeSync();
+process.exit(0);
