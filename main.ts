@@ -30,7 +30,7 @@ import { ResolutionFeed } from './data/resolution-feed.ts';
 import { startResolutionFeedSync, startSnapshotSchedule } from './jobs/snapshot-schedule.ts';
 import { startGateway } from './gateway/index.ts';
 import { TOOL_PRICES } from './gateway/payment/pricing.ts';
-import { TidIndex } from './core/public.ts';
+import { TidIndex } from './core/public/index.ts';
 import { mcpRouter } from './mcp/server.ts';
 import { WebhookStore } from './data/webhook-store.ts';
 import { fillEvents, publishFillEvents, resolutionData, VenueLookup, WebhookService } from './jobs/webhooks/service.ts';

@@ -1,4 +1,4 @@
-/** Thresholds of the copy-fitness verdict and its style flags (core/trader.ts verdictFor, wallet-style.ts, rankings). */
+/** Thresholds of the copy-fitness verdict and its style flags (core/trader/verdict.ts verdictFor, wallet-style.ts, rankings). */
 export const COPY_RULES = {
   /** Behaviour flags need at least this many fill legs (a handful of fills says nothing about a style). */
   minFillsForStyle: 10,

@@ -1,6 +1,6 @@
 /**
  * Wallet behaviour features as of T in one statement over the venue tables: activity, clip sizes, entry timing,
- * contrarian entries. The trader endpoints run it over one wallet's rows (core/trader.ts); the live engine computes
+ * contrarian entries. The trader endpoints run it over one wallet's rows (core/trader/); the live engine computes
  * the same figures from its position state (core/analytics/wallets.ts featuresSql).
  */
 import { tsLiteral, type AsOf } from './query.ts';

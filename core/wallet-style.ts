@@ -1,10 +1,10 @@
 /**
  * Wallet style and best category for the whole venue, as of T: the per-wallet inputs of the copy verdict
- * (verdictFor in core/trader.ts) precomputed in the analytics build, so that a ranking of thousands of rows gives
+ * (verdictFor in core/trader/verdict.ts) precomputed in the analytics build, so that a ranking of thousands of rows gives
  * every row the same verdict copyFitness() gives one wallet, without per-wallet queries.
  *
  * - a_style: one row per wallet with a fill leg <= T: n_fills, taker_share, median_clip_usd, two_sided_share,
- *   thin_fill_share (the definitions of fillStats in core/trader.ts) and n_closed_holds, median_hold_hours (the
+ *   thin_fill_share (the definitions of fillStats in core/trader/profile.ts) and n_closed_holds, median_hold_hours (the
  *   episodes of holdEpisodesSql, the very SQL copyFitness runs for one wallet, here without the wallet filter).
  * - a_category: one row per (wallet, category) with resolved calibration inputs: walletCalibrationSql over the
  *   wallet's resolved positions in that category, and the wallet's best category on every row.
@@ -18,7 +18,7 @@
 import { calibrationInputsSql, walletCalibrationSql } from './calibration.ts';
 import { tsLiteral, type AsOf } from './query.ts';
 import { SMART_MONEY_TAGS, type SmartMoneyTag } from './tags.ts';
-import { COPY_RULES, holdEpisodesSql, type VerdictInputs } from './trader.ts';
+import { COPY_RULES, holdEpisodesSql, type VerdictInputs } from './trader/index.ts';
 
 /** One named statement of a build (a_style, a_category, a_best_category below). */
 export interface BuildStep {

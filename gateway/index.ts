@@ -5,7 +5,7 @@
 import type { RankerSource } from '../core/rankings.ts';
 import { getAddress } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import type { TidIndex } from '../core/public.ts';
+import type { TidIndex } from '../core/public/index.ts';
 import type { QueryRunner } from '../core/query.ts';
 import { PaymentLedger } from '../data/payment-ledger.ts';
 import type { SnapshotStore } from '../data/snapshot-store.ts';

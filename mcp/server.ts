@@ -23,7 +23,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import express, { type Request, type Response } from 'express';
 import { PLANS, type Feature, type PlanId } from '../core/plans.ts';
-import { TidIndex } from '../core/public.ts';
+import { TidIndex } from '../core/public/index.ts';
 import type { QueryRunner } from '../core/query.ts';
 import type { AccountStore } from '../data/account-store.ts';
 import type { PaidOutcome, PaymentRequiredBody, SettleReceipt } from '../gateway/payment/types.ts';

@@ -40,7 +40,7 @@ import {
   publicMarketTeaser,
   publicSearch,
   publicT,
-} from '../core/public.ts';
+} from '../core/public/index.ts';
 import type { QueryRunner } from '../core/query.ts';
 import {
   GATE_FIELDS,
@@ -70,7 +70,7 @@ import {
   traderCalibration,
   traderPlaybook,
   traderPositions,
-} from '../core/trader.ts';
+} from '../core/trader/index.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Names, prices, caps
@@ -167,7 +167,7 @@ export interface ToolContext {
   tids: TidIndex;
 }
 
-/** The T of a call: the caller's clock, never before the analytics build (public.ts publicT). */
+/** The T of a call: the caller's clock, never before the analytics build (core/public/shared.ts publicT). */
 async function asOfNow(ctx: ToolContext): Promise<{ T: Date; build: Date | null }> {
   const build = await buildAsOf(ctx.db);
   return { T: publicT(ctx.now(), build), build };

@@ -6,7 +6,7 @@
 import type { RankerSource } from '../core/rankings.ts';
 import express, { type Express, type RequestHandler } from 'express';
 import { z } from 'zod';
-import type { TidIndex } from '../core/public.ts';
+import type { TidIndex } from '../core/public/index.ts';
 import type { QueryRunner } from '../core/query.ts';
 import {
   METRIC_IDS,

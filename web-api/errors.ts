@@ -8,7 +8,7 @@ import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Respon
 import { ZodError } from 'zod';
 import { CodedError } from '../core/coded-error.ts';
 import { MarketError } from '../core/market.ts';
-import { PublicError } from '../core/public.ts';
+import { PublicError } from '../core/public/index.ts';
 import { RankingError } from '../core/rankings.ts';
 import { SignalError } from '../core/signals.ts';
 

@@ -1,5 +1,5 @@
 /**
- * The anonymous namespace /v1/public/*: teaser data with masked identity (core/public.ts). Every path and query
+ * The anonymous namespace /v1/public/*: teaser data with masked identity (core/public/). Every path and query
  * parameter goes through a strict zod schema (an unknown parameter is a 400), unknown slugs, markets, traders and
  * invite codes are 404 not_found, and core errors are mapped here so that nothing a client sends can produce a 500.
  * Responses are cacheable by browsers and CDNs (Cache-Control per route, docs/api-public.md) and open to any origin.
@@ -51,9 +51,9 @@ import {
   publicTopRoi,
   publicTraderTeaser,
   traderRef,
-} from '../core/public.ts';
+} from '../core/public/index.ts';
 import type { QueryRunner } from '../core/query.ts';
-import { TOP_ROI_RULE } from '../core/trader.ts';
+import { TOP_ROI_RULE } from '../core/trader/index.ts';
 import type { AccountDirectory } from './directory.ts';
 import { TtlCache } from '../core/ttl-cache.ts';
 import { ApiError } from './errors.ts';

@@ -1,6 +1,6 @@
 /**
  * Trader routes, mounted at /v1/trader: one wallet's calibration record, positions feed, activity feed (paid:
- * metrics_full) and copy-fitness bundle (paid: metrics_full), all as of the request time, computed by core/trader.ts.
+ * metrics_full) and copy-fitness bundle (paid: metrics_full), all as of the request time, computed by core/trader/.
  * Every route needs a session or an API key (401 auth_required); proxy is 0x + 40 hex in any case (400
  * invalid_request otherwise, 404 not_found for a wallet the venue does not know). Query parameters are validated by
  * strict schemas: an unknown parameter is a 400. docs/api-traders.md records the shapes and choices.
@@ -23,7 +23,7 @@ import {
   traderActivity,
   traderCalibration,
   traderPositions,
-} from '../core/trader.ts';
+} from '../core/trader/index.ts';
 import { ApiError } from './errors.ts';
 import { requireAuth, requireFeature } from './principal.ts';
 

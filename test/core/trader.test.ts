@@ -1,5 +1,5 @@
 /**
- * Traders (core/trader.ts): hand-built venues with worked examples for the calibration record, the positions feed,
+ * Traders (core/trader/): hand-built venues with worked examples for the calibration record, the positions feed,
  * the activity feed and its cursor, top-ROI trades, copy-fitness and the playbook; the verdict rules on their own;
  * and a generated venue where a planted market maker must copy badly and the top sharp must be recommended.
  */
@@ -26,7 +26,7 @@ import {
   traderTid,
   verdictFor,
   type VerdictInputs,
-} from '../../core/trader.ts';
+} from '../../core/trader/index.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { makeVenue, type TestVenue } from '../helpers/venue.ts';
 import { closeMemoryVenue, openMemoryVenue } from '../helpers/memory-venue.ts';

@@ -7,7 +7,7 @@ import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fullBuild } from '../../core/analytics/build.ts';
 import type { ColumnarRunner, QueryRunner } from '../../core/query.ts';
-import { copyFitness, holdEpisodesSql, traderCalibration, verdictFor } from '../../core/trader.ts';
+import { copyFitness, holdEpisodesSql, traderCalibration, verdictFor } from '../../core/trader/index.ts';
 import {
   BEST_CATEGORY_MIN_MARKETS,
   styleBuildSteps,

@@ -7,7 +7,7 @@ import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fullBuild } from '../../core/analytics/build.ts';
 import { PRESETS } from '../../core/rankings.ts';
-import { traderTid } from '../../core/trader.ts';
+import { traderTid } from '../../core/trader/index.ts';
 import { openDuckDB, queryRows } from '../../data/duckdb.ts';
 import { loadDataApiTrades } from '../../data/ingest/data-api-trades.ts';
 import { loadGammaMarkets } from '../../data/ingest/gamma.ts';

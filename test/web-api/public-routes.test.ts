@@ -1,6 +1,6 @@
 /**
  * The public namespace /v1/public/* over a real HTTP server on loopback: every success body strictly against the
- * spec's field tables (schemas written here from the spec, independent of core/public.ts; numbers the venue cannot
+ * spec's field tables (schemas written here from the spec, independent of core/public/; numbers the venue cannot
  * know are null per docs/api-public.md), values against independent SQL over the venue, masked identity (no wallet
  * address in list bodies), the documented errors as the exact error object, cache and CORS headers, the OpenAPI
  * fragments, and a fuzz of paths and query strings that must never produce a 500.
@@ -13,9 +13,9 @@ import { getAddress } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { fullBuild } from '../../core/analytics/build.ts';
-import { PUBLIC_BOARD, TidIndex } from '../../core/public.ts';
+import { PUBLIC_BOARD, TidIndex } from '../../core/public/index.ts';
 import { tsLiteral, type ColumnarRunner, type QueryRunner } from '../../core/query.ts';
-import { traderTid } from '../../core/trader.ts';
+import { traderTid } from '../../core/trader/index.ts';
 import { duckRunner } from '../../data/runner.ts';
 import type { AccountDirectory, FoundingStatus, ProxyClaim } from '../../web-api/directory.ts';
 import { assignTraceId, errorHandler, notFound } from '../../web-api/errors.ts';

@@ -12,7 +12,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fullBuild } from '../../core/analytics/build.ts';
 import type { PlanId } from '../../core/plans.ts';
-import { CopyFitness, TraderActivity, TraderCalibration, TraderCalibrationBin, TraderPosition, TraderPositions } from '../../core/trader.ts';
+import { CopyFitness, TraderActivity, TraderCalibration, TraderCalibrationBin, TraderPosition, TraderPositions } from '../../core/trader/index.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { assignTraceId, errorHandler, notFound } from '../../web-api/errors.ts';
 import { principalFor } from '../../web-api/principal.ts';
