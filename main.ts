@@ -307,7 +307,9 @@ if (env.LIVE_TAIL === 'on') {
   // the analytics follow the venue: each refresh commits a version; signals then act on the current tags
   engine.on('published', (p, r) => {
     void venueLookup.reloadTags().catch(() => {});
-    void rankers.refresh();
+    // the engine the builder scored the boards with serves this version's custom rankings
+    if (r.ranker) rankers.adopt(p.version, r.ranker);
+    else void rankers.refresh();
     if ('new_legs' in r) {
       // the slowest steps, so an operator sees where a refresh spends its time
       const steps = Object.entries(r.seconds).sort((x, y) => y[1] - x[1]).slice(0, 4).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ');

@@ -11,7 +11,7 @@
  *   position from the stream, so a refresh re-adds only the positions it restreamed).
  * - a_pnl: realized, unrealized and total P&L, resolved / won / lost / redeemable / open position counts.
  * - a_calibration: calibration.ts's per-wallet summary over resolved, non-void bought positions (no percentile).
- * - a_style: the copy-style inputs of verdictFor (core/trader.ts): fills, taker share, median clip, two-sided and
+ * - a_style: the copy-style inputs of verdictFor (core/trader/verdict.ts): fills, taker share, median clip, two-sided and
  *   thin-market shares, closed holds and their median length.
  * - a_category: calibration per (wallet, category) and the wallet's best category (wallet-style.ts's rule).
  */
