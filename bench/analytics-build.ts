@@ -44,7 +44,7 @@ const log = (name: string) => process.stderr.write(`analytics ${name} starts at 
 const report = await fullBuild(duckRunner(conn, instance), c!.t, { onStep: log, rankings: !values['no-rankings'] });
 clearInterval(timer);
 peak = Math.max(peak, process.memoryUsage().rss);
-const { mids: _mids, ...rest } = report;
+const { mids: _mids, ranker: _ranker, ...rest } = report;
 console.log(
   JSON.stringify(
     { bench: 'analytics:build', venue: venueDir, fills: c!.fills, venue_wallets: c!.wallets, venue_load_seconds: loadSeconds, ...rest, peak_rss_mb: Math.round(peak / 2 ** 20) },
