@@ -124,6 +124,7 @@ tail.on('batch', (b) => arrivals.push(b));
 
 // refreshes back to back (or every --refresh-ms), CPU counted per refresh
 let stop = false;
+const refreshErrors: string[] = [];
 const refreshLoop = (async () => {
   while (!stop) {
     refreshing = true;
@@ -131,6 +132,7 @@ const refreshLoop = (async () => {
     try {
       await engine.refreshNow();
     } catch (e) {
+      refreshErrors.push((e as Error).message.split('\n')[0]!);
       process.stderr.write(`refresh failed: ${(e as Error).message}\n`);
     }
     const d = process.cpuUsage(cpuAtStart);
@@ -181,8 +183,9 @@ await tail.stop();
 stop = true;
 await refreshLoop;
 await probeLoop;
-await engine.refreshNow();
-await rankers.refresh();
+// a failed refresh is rolled back (the service logs it and tries again); the figures so far still print
+let finalRefreshError: string | null = null;
+await engine.refreshNow().catch((e: Error) => (finalRefreshError = e.message));
 clearInterval(progress);
 const wallS = (performance.now() - wall0) / 1000;
 const cpu = process.cpuUsage(cpu0);
@@ -226,6 +229,8 @@ const out = {
   engine_open_seconds: Number(openSeconds.toFixed(1)),
   tail_fills: tail.stats().fills,
   versions_published: publishes.length,
+  refresh_errors: refreshErrors,
+  final_refresh_error: finalRefreshError,
   refresh_seconds: stats(refreshes),
   fill_to_published_seconds: stats(published),
   fill_to_custom_ranker_seconds: stats(ranked),
