@@ -526,6 +526,13 @@ export async function loadRankingEngine(db: ColumnarRunner, ordersOf?: OrdersOf)
   return new RankingEngine(cols, ordersOf ? await ordersOf(cols) : metricOrders(cols));
 }
 
+/** The boards of the current a_rank_base: load its engine, score every preset with it; returns the engine. */
+export async function scoreBoards(db: ColumnarRunner, asOf: AsOf, ordersOf?: OrdersOf): Promise<RankingEngine> {
+  const engine = await loadRankingEngine(db, ordersOf);
+  await writeBoards(db, engine, asOf);
+  return engine;
+}
+
 /**
  * Score every preset into a_board and a_board_meta with the in-memory engine: the rows, columns and order boardSql
  * gives (core/rankings.ts buildBoards, the SQL definition; test/core/ranking-engine.test.ts holds them equal), at a

@@ -16,7 +16,7 @@
  */
 import { A_LEGS_FILLS, CLUSTER_RULES, buildClusters } from '../clusters.ts';
 import { ensureWalletLinks, rankBaseSql } from '../rankings.ts';
-import { loadRankingEngine, writeBoards, type OrdersOf, type RankingEngine } from '../ranking-engine.ts';
+import { scoreBoards, type OrdersOf, type RankingEngine } from '../ranking-engine.ts';
 import { sharpCutoff } from '../tags.ts';
 import { tsLiteral, type AsOf, type ColumnarRunner, type TableColumns, type ScanBatch } from '../query.ts';
 import { walletMetricsSql, RANKED_DEVIATES_SQL } from './cohort.ts';
@@ -353,11 +353,7 @@ export async function fullBuild(db: ColumnarRunner, asOf: AsOf, opts: FullBuildO
     await timed('clusters', () => buildClusters(db, asOf, CLUSTER_RULES, A_LEGS_FILLS));
     await ensureWalletLinks(db);
     await timed('rank_base', () => db.run(rankBaseSql()));
-    ranker = await timed('boards', async () => {
-      const engine = await loadRankingEngine(db, opts.ordersOf);
-      await writeBoards(db, engine, asOf);
-      return engine;
-    });
+    ranker = await timed('boards', () => scoreBoards(db, asOf, opts.ordersOf));
   }
   opts.onStep?.('done', names.length, names.length);
   const total = Number(((performance.now() - t0) / 1000).toFixed(2));

@@ -20,7 +20,7 @@
  */
 import { A_LEGS_FILLS, CLUSTER_RULES, buildClusters } from '../clusters.ts';
 import { ensureWalletLinks, rankBaseSql } from '../rankings.ts';
-import { loadRankingEngine, writeBoards, type OrdersOf, type RankingEngine } from '../ranking-engine.ts';
+import { scoreBoards, type OrdersOf, type RankingEngine } from '../ranking-engine.ts';
 import { sharpCutoff } from '../tags.ts';
 import { tsLiteral, type AsOf, type ColumnarRunner } from '../query.ts';
 import {
@@ -313,11 +313,7 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
   await timed('clusters', () => buildClusters(db, to.asOf, CLUSTER_RULES, A_LEGS_FILLS));
   await ensureWalletLinks(db);
   await timed('rank_base', () => db.run(rankBaseSql()));
-  const ranker = await timed('boards', async () => {
-    const engine = await loadRankingEngine(db, opts.ordersOf);
-    await writeBoards(db, engine, to.asOf);
-    return engine;
-  });
+  const ranker = await timed('boards', () => scoreBoards(db, to.asOf, opts.ordersOf));
   const cutoff = Number.isFinite(sharpMinDeviate) ? String(sharpMinDeviate) : 'NULL';
   const total = Number(((performance.now() - t0) / 1000).toFixed(3));
   await db.run(`UPDATE a_meta SET built_at = now(), sharp_min_deviate = ${cutoff}::DOUBLE, ranked_wallets = ${deviates.length}, refresh_seconds = ${total}`);

@@ -29,6 +29,11 @@ export class RankerCache implements RankerSource {
 
   /** Keep the engine the builder scored `version`'s boards with (no reload: the same rank base). */
   adopt(version: number, engine: RankingEngine): void {
+    this.keepVersion(version, engine);
+  }
+
+  /** Keep `engine` for `version` among the newest `keep` versions (unless that version is kept already). */
+  private keepVersion(version: number, engine: RankingEngine): void {
     if (this.at(version)) return;
     this.loaded = [new VersionRanker(version, engine), ...this.loaded].sort((a, b) => b.version - a.version).slice(0, this.keep);
   }
@@ -65,8 +70,7 @@ export class RankerCache implements RankerSource {
     }
     // the sorts run on a worker thread: requests go on meanwhile
     const engine = new RankingEngine(cols, await metricOrdersOffThread(cols));
-    if (this.at(version)) return; // adopted meanwhile
-    this.loaded = [new VersionRanker(version, engine), ...this.loaded].sort((a, b) => b.version - a.version).slice(0, this.keep);
+    this.keepVersion(version, engine); // unless adopted meanwhile
     this.log(`rankers: version ${version} loaded (${engine.cols.n.toLocaleString()} wallets) in ${((performance.now() - t) / 1000).toFixed(1)} s`);
   }
 }
