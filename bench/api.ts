@@ -5,49 +5,20 @@
  * Stop `npm start` first (it holds the DuckDB file); the bench opens it read-only and keeps its own SQLite stores
  * in a temp dir.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { createSiweMessage } from 'viem/siwe';
-import { AccountStore } from '../data/account-store.ts';
 import { openDuckDB, queryRows } from '../data/duckdb.ts';
-import { SqliteRateStore } from '../data/rate-limit.ts';
-import { ResolutionFeed } from '../data/resolution-feed.ts';
 import { duckRunner } from '../data/runner.ts';
-import { createApp } from '../web-api/app.ts';
+import { startBenchApp } from './app.ts';
 
 const { values } = parseArgs({ options: { db: { type: 'string' }, runs: { type: 'string' } } });
 const dbPath = resolve(values.db ?? 'var/demo-w100000-d120-s42/venue.duckdb');
 const runs = Number(values.runs ?? 30);
 const { instance, conn } = await openDuckDB({ path: dbPath, threads: 2, readOnly: true });
-const dir = await mkdtemp(join(tmpdir(), 'bench-api-'));
-const accounts = new AccountStore(join(dir, 'service.sqlite'));
-const rates = new SqliteRateStore(join(dir, 'service.sqlite'));
-const resolutionFeed = new ResolutionFeed(join(dir, 'service.sqlite'));
 const [last] = await queryRows<{ t: Date }>(conn, `SELECT max(ts) AS t FROM fills`);
-const venueNow = () => new Date(last!.t);
-const auth = { origin: '' };
-const app = createApp({
-  db: duckRunner(conn),
-  accounts,
-  rates,
-  resolutionFeed,
-  auth,
-  venueNow,
-  tidKey: 'bench-tid-key-0123456789abcdef',
-  rateRules: { ip: { limit: 1e9 }, publicIp: { limit: 1e9 }, nonceIp: { limit: 1e9 }, verifyIp: { limit: 1e9 } },
-});
-const server = app.listen(0, '127.0.0.1');
-await new Promise((r) => server.once('listening', r));
-const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-auth.origin = base;
-const user = accounts.userForEmail('bench@example.com', Date.now());
-accounts.setPlan(user.user_id, 'desk', Date.now());
-const key = accounts.mintApiKey(user.user_id, 'bench', Date.now()).key;
-const bearer = { authorization: `Bearer ${key}` };
+const { base, bearer, close } = await startBenchApp({ db: duckRunner(conn), venueNow: () => new Date(last!.t) });
 
 const [w] = await queryRows<{ address: string }>(conn, `SELECT w.address FROM a_board b JOIN wallets w USING (wallet_id) WHERE b.preset = 'sharp-forecasters' ORDER BY b.rank LIMIT 1`);
 const [m] = await queryRows<{ condition_id: string }>(conn, `SELECT condition_id FROM markets WHERE closed_at IS NULL ORDER BY volume_usdc DESC NULLS LAST LIMIT 1`);
@@ -107,10 +78,6 @@ for (let i = 0; i < runs; i++) {
 }
 console.log(`${'SIWE nonce+sign+verify'.padEnd(32)} ${''.padStart(9)} ${pct(siwe, 0.5).toFixed(1).padStart(8)} ${pct(siwe, 0.95).toFixed(1).padStart(8)} ${Math.max(...siwe).toFixed(1).padStart(8)}`);
 
-await new Promise((r) => server.close(r));
-accounts.close();
-resolutionFeed.close();
-await rates.close();
+await close();
 conn.closeSync();
 instance.closeSync();
-await rm(dir, { recursive: true, force: true });

@@ -16,26 +16,21 @@
  *   npm run bench:freshness -- --db var/bench-venue-w2800000/bench.duckdb --wallets 2800000 --days 120 --seed 1
  * The tail's rows stay in the database (a later run continues after them), as they would in the service.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
-import { cpus, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { cpus } from 'node:os';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { PRESETS, ensureWalletLinks } from '../core/rankings.ts';
-import { AccountStore } from '../data/account-store.ts';
 import { openDuckDB, queryRows } from '../data/duckdb.ts';
 import { DEFAULT_END } from '../data/generator/config.ts';
 import { DEMO_VENUE, REAL_MARKETS_CSV } from '../data/generator/defaults.ts';
 import { LiveTail, type TailArrival } from '../data/live-tail/tail.ts';
-import { SqliteRateStore } from '../data/rate-limit.ts';
-import { ResolutionFeed } from '../data/resolution-feed.ts';
 import { duckRunner } from '../data/runner.ts';
 import { createVenueViews, migrateVenue } from '../data/schema.ts';
 import { snapshotRunner } from '../data/snapshot-runner.ts';
 import { AnalyticsEngine, type Published } from '../jobs/analytics/engine.ts';
 import { RankerCache } from '../jobs/analytics/rankers.ts';
-import { createApp } from '../web-api/app.ts';
+import { startBenchApp } from './app.ts';
 
 const Args = z.object({
   db: z.string().optional(),
@@ -73,31 +68,8 @@ const apiDb = snapshotRunner(instance, { size: 8 });
 const rankers = new RankerCache(instance, 2, (m) => process.stderr.write(`${m}\n`));
 await rankers.refresh();
 
-const dir = await mkdtemp(join(tmpdir(), 'bench-freshness-'));
-const accounts = new AccountStore(join(dir, 'service.sqlite'));
-const rates = new SqliteRateStore(join(dir, 'service.sqlite'));
-const resolutionFeed = new ResolutionFeed(join(dir, 'service.sqlite'));
-const auth = { origin: '' };
-const app = createApp({
-  db: apiDb,
-  dbScope: apiDb.middleware,
-  rankers,
-  accounts,
-  rates,
-  resolutionFeed,
-  auth,
-  venueNow,
-  tidKey: 'bench-tid-key-0123456789abcdef',
-  presetCacheMs: 0, // every preset request is computed: the uncached figure
-  rateRules: { ip: { limit: 1e9 }, publicIp: { limit: 1e9 }, nonceIp: { limit: 1e9 }, verifyIp: { limit: 1e9 } },
-});
-const server = app.listen(0, '127.0.0.1');
-await new Promise((r) => server.once('listening', r));
-const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-auth.origin = base;
-const user = accounts.userForEmail('bench@example.com', Date.now());
-accounts.setPlan(user.user_id, 'desk', Date.now());
-const bearer = { authorization: `Bearer ${accounts.mintApiKey(user.user_id, 'bench', Date.now()).key}` };
+// every preset request is computed (presetCacheMs 0): the uncached figure
+const { base, bearer, close: closeApp } = await startBenchApp({ db: apiDb, dbScope: apiDb.middleware, rankers, venueNow, presetCacheMs: 0 });
 
 // --- the run
 const arrivals: TailArrival[] = [];
@@ -245,13 +217,9 @@ const out = {
 };
 console.log(JSON.stringify(out, null, 2));
 clearInterval(rssTimer);
-server.close();
+await closeApp();
 await engine.stop();
 apiDb.close();
-accounts.close();
-resolutionFeed.close();
-await rates.close();
-await rm(dir, { recursive: true, force: true });
 conn.closeSync();
 instance.closeSync();
 process.exit(0);
