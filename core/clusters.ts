@@ -69,46 +69,86 @@ function checkRules(r: ClusterRules): void {
 }
 
 /**
- * Wallet pairs (a < b) trading in lockstep as of T: columns a, b, co_fills (the smaller of the two wallets' counts
- * of coinciding moments), n_a, n_b (each wallet's distinct (token, side, second) moments outside crowded cells)
- * and share (co_fills / least(n_a, n_b)). Ordered by a, b.
+ * A fill-legs relation as the lockstep rule reads it: where it is, which rows are fill legs, and how a leg's role and
+ * side are spelled (fill_legs: strings; a_legs: kind and the sign of q). `seq` (the venue row's arrival seq) is
+ * needed only by the incremental refresh.
  */
-export function lockstepPairsSql(asOf: AsOf, rules: ClusterRules = CLUSTER_RULES, legs = 'fill_legs'): string {
-  checkRules(rules);
-  const T = tsLiteral(asOf);
-  const W = rules.windowS;
-  // Keys packed into integers so joins and distinct counts hash one column: a token side is
-  // tok = (market_id * 2 + outcome_index) * 2 + buy (market ids are dense, < 2^29); a moment is tok << 32 | second,
-  // a cell is tok << 32 | bucket (seconds since the epoch and buckets stay below 2^32), so the next bucket's
-  // cell is cell + 1. fill_legs is read twice (wallet eligibility, then moments) rather than materialized.
-  return `WITH eligible AS (
-      SELECT wallet_id FROM ${legs} WHERE ts <= ${T} GROUP BY wallet_id
-      HAVING count(*) >= ${rules.minCoFills} AND avg((role = 'maker')::INTEGER) <= ${rules.maxMakerShare}),
-    all_moments AS MATERIALIZED (
-      SELECT DISTINCT wallet_id,
-        ((market_id::BIGINT * 2 + outcome_index) * 2 + (side = 'BUY')::INTEGER) * 4294967296 + epoch(ts)::BIGINT AS k
-      FROM ${legs} SEMI JOIN eligible USING (wallet_id) WHERE ts <= ${T}),
-    cells AS (SELECT wallet_id, k, k // 4294967296 * 4294967296 + k % 4294967296 // ${W} AS cell FROM all_moments),
-    crowded AS (SELECT cell FROM cells GROUP BY cell HAVING count(*) > ${rules.maxCrowd}),
-    moments AS MATERIALIZED (SELECT * FROM cells ANTI JOIN crowded USING (cell)),
-    counts AS (SELECT wallet_id, count(*) AS n FROM moments GROUP BY wallet_id),
-    matches AS (
+export interface LegSource {
+  from: string;
+  where: string;
+  isMaker: string;
+  isBuy: string;
+}
+
+/** The venue's fill_legs view. */
+export const FILL_LEGS: LegSource = { from: 'fill_legs', where: 'true', isMaker: `role = 'maker'`, isBuy: `side = 'BUY'` };
+/** The engine's a_legs (core/analytics/legs.ts): kind 1 taker, 2 maker; q > 0 a buy. */
+export const A_LEGS: LegSource = { from: 'a_legs', where: 'kind IN (1, 2)', isMaker: 'kind = 2', isBuy: 'q > 0' };
+
+const TWO32 = 4294967296;
+
+// Keys packed into integers so joins and distinct counts hash one column: a token side is
+// tok = (market_id * 2 + outcome_index) * 2 + buy (market ids are dense, < 2^29); a moment is tok << 32 | second,
+// a cell is tok << 32 | bucket (seconds since the epoch and buckets stay below 2^32), so the next bucket's
+// cell is cell + 1 (same token side).
+function momentKey(l: LegSource): string {
+  return `((market_id::BIGINT * 2 + outcome_index) * 2 + (${l.isBuy})::INTEGER) * ${TWO32} + epoch(ts)::BIGINT`;
+}
+function cellOf(k: string, r: ClusterRules): string {
+  return `${k} // ${TWO32} * ${TWO32} + ${k} % ${TWO32} // ${r.windowS}`;
+}
+/** A wallet's eligibility from its fill-leg count and maker-leg count (the same expression on every path). */
+function eligibleExpr(legs: string, makers: string, r: ClusterRules): string {
+  return `(${legs} >= ${r.minCoFills} AND ${makers}::DOUBLE / ${legs} <= ${r.maxMakerShare})`;
+}
+
+/**
+ * SQL (a SELECT) of the lockstep pairs among `moments(wallet_id, k, cell)` (eligible wallets' moments outside
+ * crowded cells), with each wallet's moment count from `counts(wallet_id, n)`; `scope` (a condition on a, b) keeps
+ * only some pairs — exact for them as long as `moments` holds every moment of theirs that could match.
+ */
+function pairsFromMomentsSql(moments: string, counts: string, r: ClusterRules, scope = 'true'): string {
+  const W = r.windowS;
+  return `WITH matches AS (
       -- same cell: each unordered pair of moments once (x.wallet < y.wallet); always within W - 1 seconds
       SELECT x.wallet_id AS a, y.wallet_id AS b, x.k AS ka, y.k AS kb
-      FROM moments x JOIN moments y ON x.cell = y.cell AND x.wallet_id < y.wallet_id
+      FROM ${moments} x JOIN ${moments} y ON x.cell = y.cell AND x.wallet_id < y.wallet_id
       UNION ALL
       -- next cell: x earlier, y later, at most W seconds apart
       SELECT least(x.wallet_id, y.wallet_id), greatest(x.wallet_id, y.wallet_id),
         CASE WHEN x.wallet_id < y.wallet_id THEN x.k ELSE y.k END, CASE WHEN x.wallet_id < y.wallet_id THEN y.k ELSE x.k END
-      FROM moments x JOIN moments y ON y.cell = x.cell + 1 AND y.k - x.k <= ${W} AND x.wallet_id <> y.wallet_id),
+      FROM ${moments} x JOIN ${moments} y ON y.cell = x.cell + 1 AND y.k - x.k <= ${W} AND x.wallet_id <> y.wallet_id),
     pairs AS (
-      SELECT a, b, least(count(DISTINCT ka), count(DISTINCT kb)) AS co_fills FROM matches GROUP BY a, b
-      HAVING least(count(DISTINCT ka), count(DISTINCT kb)) >= ${rules.minCoFills})
+      SELECT a, b, least(count(DISTINCT ka), count(DISTINCT kb)) AS co_fills FROM matches WHERE ${scope} GROUP BY a, b
+      HAVING least(count(DISTINCT ka), count(DISTINCT kb)) >= ${r.minCoFills})
     SELECT p.a, p.b, p.co_fills::INTEGER AS co_fills, ca.n::INTEGER AS n_a, cb.n::INTEGER AS n_b,
       p.co_fills / least(ca.n, cb.n) AS share
-    FROM pairs p JOIN counts ca ON ca.wallet_id = p.a JOIN counts cb ON cb.wallet_id = p.b
-    WHERE p.co_fills >= ${rules.minShare} * least(ca.n, cb.n)
+    FROM pairs p JOIN ${counts} ca ON ca.wallet_id = p.a JOIN ${counts} cb ON cb.wallet_id = p.b
+    WHERE p.co_fills >= ${r.minShare} * least(ca.n, cb.n)
     ORDER BY p.a, p.b`;
+}
+
+/**
+ * Wallet pairs (a < b) trading in lockstep as of T: columns a, b, co_fills (the smaller of the two wallets' counts
+ * of coinciding moments), n_a, n_b (each wallet's distinct (token, side, second) moments outside crowded cells)
+ * and share (co_fills / least(n_a, n_b)). Ordered by a, b. One statement: the readable reference of the rule (the
+ * build and the refresh run it in stages that keep their state, `buildClusters` / `refreshClusters`).
+ */
+export function lockstepPairsSql(asOf: AsOf, rules: ClusterRules = CLUSTER_RULES, legs: LegSource | string = FILL_LEGS): string {
+  checkRules(rules);
+  const l = typeof legs === 'string' ? { ...FILL_LEGS, from: legs } : legs;
+  const T = tsLiteral(asOf);
+  const k = momentKey(l);
+  return `WITH eligible AS (
+      SELECT wallet_id FROM ${l.from} WHERE ${l.where} AND ts <= ${T} GROUP BY wallet_id
+      HAVING ${eligibleExpr('count(*)', `count(*) FILTER (WHERE ${l.isMaker})`, rules)}),
+    all_moments AS MATERIALIZED (
+      SELECT DISTINCT wallet_id, ${k} AS k FROM ${l.from} SEMI JOIN eligible USING (wallet_id) WHERE ${l.where} AND ts <= ${T}),
+    cells AS (SELECT wallet_id, k, ${cellOf('k', rules)} AS cell FROM all_moments),
+    crowded AS (SELECT cell FROM cells GROUP BY cell HAVING count(*) > ${rules.maxCrowd}),
+    moments AS MATERIALIZED (SELECT * FROM cells ANTI JOIN crowded USING (cell)),
+    counts AS (SELECT wallet_id, count(*) AS n FROM moments GROUP BY wallet_id)
+    SELECT * FROM (${pairsFromMomentsSql('moments', 'counts', rules)})`;
 }
 
 /**
@@ -166,18 +206,23 @@ export interface ClusterBuildReport {
   wallets: number;
   pairs: number;
   seconds: number;
+  /** refresh only: wallets whose pairs were recomputed (0 after a full build) */
+  rechecked_wallets?: number;
 }
 
-/** Detect lockstep clusters as of T and (re)write a_clusters, ordered by wallet_id. */
-/** The fill legs (wallet, token, time, role, side) the lockstep pairs read, from the engine's a_legs. */
-export const A_LEGS_FILLS = `(SELECT wallet_id, market_id, outcome_index, ts, CASE kind WHEN 2 THEN 'maker' ELSE 'taker' END AS role,
-    CASE WHEN q > 0 THEN 'BUY' ELSE 'SELL' END AS side FROM a_legs WHERE kind IN (1, 2))`;
+/**
+ * The state a build keeps so a refresh can follow the change instead of starting over:
+ * - a_cluster_wallets: every wallet with a fill leg as of T, its fill-leg and maker-leg counts (eligibility) and n,
+ *   its moments outside crowded cells (0 when not eligible);
+ * - a_cluster_crowded: the crowded cells;
+ * - a_cluster_pairs: the lockstep pairs (the graph's edges).
+ */
+const CLUSTER_STATE = ['a_cluster_wallets', 'a_cluster_crowded', 'a_cluster_pairs'] as const;
 
-export async function buildClusters(db: QueryRunner, asOf: AsOf, rules: ClusterRules = CLUSTER_RULES, legs = 'fill_legs'): Promise<ClusterBuildReport> {
-  const t0 = performance.now();
-  const pairs = await db.all<{ a: number; b: number }>(`SELECT a, b FROM (${lockstepPairsSql(asOf, rules, legs)})`);
-  const edges = pairs.map((p) => ({ a: Number(p.a), b: Number(p.b) }));
-  const comp = clusterComponents(edges);
+/** Write a_clusters from the components of a_cluster_pairs (ordered by wallet_id). */
+async function writeClusters(db: QueryRunner): Promise<{ clusters: number; wallets: number; pairs: number }> {
+  const pairs = await db.all<{ a: number; b: number }>(`SELECT a, b FROM a_cluster_pairs ORDER BY a, b`);
+  const comp = clusterComponents(pairs.map((p) => ({ a: Number(p.a), b: Number(p.b) })));
   const sizes = new Map<number, number>();
   for (const c of comp.values()) sizes.set(c, (sizes.get(c) ?? 0) + 1);
   await db.run(CLUSTERS_TABLE_DDL);
@@ -189,5 +234,115 @@ export async function buildClusters(db: QueryRunner, asOf: AsOf, rules: ClusterR
       .join(', ');
     await db.run(`INSERT INTO a_clusters VALUES ${values}`);
   }
-  return { clusters: sizes.size, wallets: rows.length, pairs: edges.length, seconds: Number(((performance.now() - t0) / 1000).toFixed(2)) };
+  return { clusters: sizes.size, wallets: rows.length, pairs: pairs.length };
+}
+
+const secondsSince = (t0: number) => Number(((performance.now() - t0) / 1000).toFixed(2));
+
+/**
+ * Detect lockstep clusters as of T from scratch: (re)write the cluster state (above) and a_clusters. The stages are
+ * lockstepPairsSql's, materialized.
+ */
+export async function buildClusters(db: QueryRunner, asOf: AsOf, rules: ClusterRules = CLUSTER_RULES, legs: LegSource = FILL_LEGS): Promise<ClusterBuildReport> {
+  checkRules(rules);
+  const t0 = performance.now();
+  const T = tsLiteral(asOf);
+  const k = momentKey(legs);
+  await db.run(`CREATE OR REPLACE TABLE a_cluster_wallets AS
+    SELECT wallet_id, count(*)::BIGINT AS legs, count(*) FILTER (WHERE ${legs.isMaker})::BIGINT AS makers, 0::BIGINT AS n
+    FROM ${legs.from} WHERE ${legs.where} AND ts <= ${T} GROUP BY wallet_id`);
+  await db.run(`CREATE OR REPLACE TEMP TABLE cl_moments AS SELECT wallet_id, k, ${cellOf('k', rules)} AS cell FROM (
+      SELECT DISTINCT wallet_id, ${k} AS k FROM ${legs.from}
+      SEMI JOIN (SELECT wallet_id FROM a_cluster_wallets WHERE ${eligibleExpr('legs', 'makers', rules)}) USING (wallet_id)
+      WHERE ${legs.where} AND ts <= ${T})`);
+  await db.run(`CREATE OR REPLACE TABLE a_cluster_crowded AS SELECT cell FROM cl_moments GROUP BY cell HAVING count(*) > ${rules.maxCrowd} ORDER BY cell`);
+  await db.run(`DELETE FROM cl_moments WHERE cell IN (SELECT cell FROM a_cluster_crowded)`);
+  await db.run(`UPDATE a_cluster_wallets w SET n = c.n FROM (SELECT wallet_id, count(*) AS n FROM cl_moments GROUP BY wallet_id) c WHERE w.wallet_id = c.wallet_id`);
+  await db.run(`CREATE OR REPLACE TABLE a_cluster_pairs AS SELECT a, b FROM (${pairsFromMomentsSql('cl_moments', 'a_cluster_wallets', rules)})`);
+  await db.run(`DROP TABLE cl_moments`);
+  return { ...(await writeClusters(db)), seconds: secondsSince(t0), rechecked_wallets: 0 };
+}
+
+/** Where a refresh starts and ends: the venue clock T and the last arrival batch seen (seq watermark). */
+export interface ClusterMark {
+  asOf: AsOf;
+  watermark: number;
+}
+
+/**
+ * Bring the cluster state from `from` to `to` and rewrite a_clusters: the same result as buildClusters as of
+ * to.asOf over the legs with seq <= to.watermark, recomputing only the pairs that can have changed.
+ *
+ * Why it is exact: a wallet's moments change only if it has a new visible fill leg (set C: arrived in
+ * (W_old, W_new], or stamped in (T_old, T_new]); its eligibility can change only then. A cell's crowd status changes
+ * only if its moments change: the cells of C's new moments, and every cell of a wallet whose eligibility flipped
+ * (the touched cells). Every wallet outside A = C ∪ {wallets with a moment in a touched cell whose crowd status
+ * flipped} keeps its moments and its n; a pair of two such wallets keeps its matches, so it is unchanged. A pair
+ * with a wallet in A is recomputed from every moment of A's wallets plus every moment in their cells and the
+ * neighbouring cells (all a match can touch), with the partners' n from the state.
+ * Requires the state a build wrote (falls back to buildClusters when it is missing).
+ */
+export async function refreshClusters(db: QueryRunner, from: ClusterMark, to: ClusterMark, rules: ClusterRules = CLUSTER_RULES, legs: LegSource = A_LEGS): Promise<ClusterBuildReport> {
+  checkRules(rules);
+  const t0 = performance.now();
+  const have = await db.all<{ n: number }>(
+    `SELECT count(*)::INTEGER AS n FROM duckdb_tables() WHERE NOT temporary AND table_name IN (${CLUSTER_STATE.map((t) => `'${t}'`).join(', ')})`,
+  );
+  if (Number(have[0]?.n ?? 0) < CLUSTER_STATE.length) return buildClusters(db, to.asOf, rules, legs);
+  const Told = tsLiteral(from.asOf);
+  const Tnew = tsLiteral(to.asOf);
+  const k = momentKey(legs);
+  const visible = `${legs.where} AND ts <= ${Tnew} AND seq <= ${to.watermark}`;
+  const eligible = eligibleExpr('legs', 'makers', rules);
+  const count = async (sql: string) => Number((await db.all<{ n: number }>(`SELECT count(*)::INTEGER AS n FROM (${sql})`))[0]?.n ?? 0);
+
+  // C: wallets with a new visible fill leg, and those legs' moments
+  await db.run(`CREATE OR REPLACE TEMP TABLE cl_new AS SELECT wallet_id, (${legs.isMaker})::INTEGER AS maker, ${k} AS k FROM ${legs.from}
+    WHERE ${visible} AND ((seq > ${from.watermark} AND seq <= ${to.watermark}) OR ts > ${Told})`);
+  await db.run(`CREATE OR REPLACE TEMP TABLE cl_c AS
+    SELECT d.wallet_id, coalesce(w.legs, 0) + d.legs AS legs, coalesce(w.makers, 0) + d.makers AS makers,
+      coalesce(${eligibleExpr('w.legs', 'w.makers', rules)}, false) AS was
+    FROM (SELECT wallet_id, count(*) AS legs, sum(maker) AS makers FROM cl_new GROUP BY wallet_id) d LEFT JOIN a_cluster_wallets w USING (wallet_id)`);
+  await db.run(`DELETE FROM a_cluster_wallets WHERE wallet_id IN (SELECT wallet_id FROM cl_c)`);
+  await db.run(`INSERT INTO a_cluster_wallets SELECT wallet_id, legs, makers, 0 FROM cl_c`);
+  const eligibleWallets = `(SELECT wallet_id FROM a_cluster_wallets WHERE ${eligible})`;
+
+  // the touched cells: those of the new moments, and every cell of a wallet whose eligibility flipped
+  const flipped = `(SELECT wallet_id FROM cl_c WHERE was <> ${eligible})`;
+  const anyFlip = (await count(flipped)) > 0;
+  await db.run(`CREATE OR REPLACE TEMP TABLE cl_touched AS SELECT DISTINCT ${cellOf('k', rules)} AS cell FROM cl_new
+    ${anyFlip ? `UNION SELECT DISTINCT ${cellOf(`(${k})`, rules)} FROM ${legs.from} SEMI JOIN ${flipped} USING (wallet_id) WHERE ${visible}` : ''}`);
+  // every moment in `cells` of the eligible wallets (`wallets` narrows them; token sides prefilter the scan)
+  const momentsIn = (cells: string, wallets = eligibleWallets) => `SELECT wallet_id, k, ${cellOf('k', rules)} AS cell FROM (
+      SELECT DISTINCT wallet_id, ${k} AS k FROM ${legs.from} SEMI JOIN ${wallets} USING (wallet_id)
+      WHERE ${visible} AND (market_id::BIGINT * 2 + outcome_index) * 2 + (${legs.isBuy})::INTEGER IN (SELECT DISTINCT cell // ${TWO32} FROM ${cells}))
+    WHERE ${cellOf('k', rules)} IN (SELECT cell FROM ${cells})`;
+  await db.run(`CREATE OR REPLACE TEMP TABLE cl_touched_m AS ${momentsIn('cl_touched')}`);
+  // crowd status now vs in the state; the state follows
+  await db.run(`CREATE OR REPLACE TEMP TABLE cl_status AS
+    SELECT t.cell, coalesce(m.n, 0) > ${rules.maxCrowd} AS crowded, t.cell IN (SELECT cell FROM a_cluster_crowded) AS was
+    FROM cl_touched t LEFT JOIN (SELECT cell, count(*) AS n FROM cl_touched_m GROUP BY cell) m USING (cell)`);
+  await db.run(`DELETE FROM a_cluster_crowded WHERE cell IN (SELECT cell FROM cl_touched)`);
+  await db.run(`INSERT INTO a_cluster_crowded SELECT cell FROM cl_status WHERE crowded`);
+
+  // A, and every moment of theirs outside crowded cells: their n
+  await db.run(`CREATE OR REPLACE TEMP TABLE cl_a AS SELECT wallet_id FROM cl_c
+    UNION SELECT DISTINCT wallet_id FROM cl_touched_m WHERE cell IN (SELECT cell FROM cl_status WHERE crowded <> was)`);
+  await db.run(`CREATE OR REPLACE TEMP TABLE cl_a_m AS SELECT m.* FROM (
+      SELECT wallet_id, k, ${cellOf('k', rules)} AS cell FROM (
+        SELECT DISTINCT wallet_id, ${k} AS k FROM ${legs.from} SEMI JOIN (SELECT wallet_id FROM cl_a WHERE wallet_id IN ${eligibleWallets}) USING (wallet_id)
+        WHERE ${visible})) m
+    ANTI JOIN a_cluster_crowded c ON c.cell = m.cell`);
+  await db.run(`UPDATE a_cluster_wallets SET n = 0 WHERE wallet_id IN (SELECT wallet_id FROM cl_a)`);
+  await db.run(`UPDATE a_cluster_wallets w SET n = c.n FROM (SELECT wallet_id, count(*) AS n FROM cl_a_m GROUP BY wallet_id) c WHERE w.wallet_id = c.wallet_id`);
+  // every moment a match with A can touch: A's cells and their neighbours
+  await db.run(`CREATE OR REPLACE TEMP TABLE cl_near AS SELECT DISTINCT cell + d AS cell FROM cl_a_m, (VALUES (-1), (0), (1)) v(d)`);
+  await db.run(`CREATE OR REPLACE TEMP TABLE cl_near_m AS SELECT m.* FROM (${momentsIn('cl_near')}) m ANTI JOIN a_cluster_crowded c ON c.cell = m.cell`);
+  // A's pairs again
+  const inA = (c: string) => `${c} IN (SELECT wallet_id FROM cl_a)`;
+  await db.run(`DELETE FROM a_cluster_pairs WHERE ${inA('a')} OR ${inA('b')}`);
+  await db.run(`INSERT INTO a_cluster_pairs SELECT a, b FROM (${pairsFromMomentsSql('cl_near_m', 'a_cluster_wallets', rules, `${inA('a')} OR ${inA('b')}`)})`);
+  const rechecked = await count('SELECT * FROM cl_a');
+  for (const t of ['cl_new', 'cl_c', 'cl_touched', 'cl_touched_m', 'cl_status', 'cl_a', 'cl_a_m', 'cl_near', 'cl_near_m']) await db.run(`DROP TABLE IF EXISTS ${t}`);
+  return { ...(await writeClusters(db)), seconds: secondsSince(t0), rechecked_wallets: rechecked };
 }

@@ -14,7 +14,7 @@
  *  rankings      a_clusters, a_rank_base, a_board, a_board_meta (clusters.ts, rankings.ts)
  *  meta          a_meta (as_of, built_at, version, watermark)
  */
-import { A_LEGS_FILLS, CLUSTER_RULES, buildClusters } from '../clusters.ts';
+import { A_LEGS, CLUSTER_RULES, buildClusters } from '../clusters.ts';
 import { ensureWalletLinks, rankBaseSql } from '../rankings.ts';
 import { scoreBoards, type OrdersOf, type RankingEngine } from '../ranking-engine.ts';
 import { sharpCutoff } from '../tags.ts';
@@ -350,7 +350,7 @@ export async function fullBuild(db: ColumnarRunner, asOf: AsOf, opts: FullBuildO
   await timed('metrics', () => db.run(`CREATE OR REPLACE TABLE a_wallet_metrics AS ${walletMetricsSql(sharpMinDeviate)}`));
   let ranker: RankingEngine | undefined;
   if (rankings) {
-    await timed('clusters', () => buildClusters(db, asOf, CLUSTER_RULES, A_LEGS_FILLS));
+    await timed('clusters', () => buildClusters(db, asOf, CLUSTER_RULES, A_LEGS));
     await ensureWalletLinks(db);
     await timed('rank_base', () => db.run(rankBaseSql()));
     ranker = await timed('boards', () => scoreBoards(db, asOf, opts.ordersOf));

@@ -16,9 +16,10 @@
  *  6. wallets of any of these: their per-wallet rows; and every wallet's cohort-wide figures;
  *  7. risk: each completed day that passed closes (risk.ts dayCloseSql); a late row stamped in a completed day
  *     recomputes its wallet's days through the position stream; the statistics follow.
- * Clusters, the rank base and the boards are recomputed whole (cohort-wide by nature).
+ *  8. clusters: the pairs of wallets whose moments or cells changed (clusters.ts refreshClusters says why exactly).
+ * The rank base and the boards are recomputed whole (cohort-wide by nature).
  */
-import { A_LEGS_FILLS, CLUSTER_RULES, buildClusters } from '../clusters.ts';
+import { A_LEGS, CLUSTER_RULES, refreshClusters } from '../clusters.ts';
 import { ensureWalletLinks, rankBaseSql } from '../rankings.ts';
 import { scoreBoards, type OrdersOf, type RankingEngine } from '../ranking-engine.ts';
 import { sharpCutoff } from '../tags.ts';
@@ -310,7 +311,7 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     await db.run(`DELETE FROM a_wallet_metrics`);
     await db.run(`INSERT INTO a_wallet_metrics SELECT * FROM (${walletMetricsSql(sharpMinDeviate)}) ORDER BY wallet_id`);
   });
-  await timed('clusters', () => buildClusters(db, to.asOf, CLUSTER_RULES, A_LEGS_FILLS));
+  await timed('clusters', () => refreshClusters(db, from, to, CLUSTER_RULES, A_LEGS));
   await ensureWalletLinks(db);
   await timed('rank_base', () => db.run(rankBaseSql()));
   const ranker = await timed('boards', () => scoreBoards(db, to.asOf, opts.ordersOf));

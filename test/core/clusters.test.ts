@@ -6,7 +6,7 @@
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLUSTER_RULES, buildClusters, clusterComponents, lockstepPairsSql, type LockstepPair } from '../../core/clusters.ts';
+import { CLUSTER_RULES, buildClusters, clusterComponents, lockstepPairsSql, refreshClusters, type ClusterRules, type LegSource, type LockstepPair } from '../../core/clusters.ts';
 import { queryRows } from '../../data/duckdb.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { DEMO_VENUE } from '../../data/generator/defaults.ts';
@@ -196,6 +196,111 @@ describe('clusterComponents', () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+/**
+ * The incremental refresh (refreshClusters) against the rule itself: random legs arriving out of time order (late
+ * and future-stamped ones), refreshed step by step; after every step the pairs equal lockstepPairsSql over the legs
+ * seen so far, and the whole kept state (counts, crowded cells, pairs, a_clusters) equals a from-scratch build.
+ * Small thresholds make eligibility flips and crowd flips common.
+ */
+describe('refreshClusters equals a rebuild', () => {
+  let instance: DuckDBInstance;
+  let conn: DuckDBConnection;
+  const rules: ClusterRules = { windowS: 60, minCoFills: 3, minShare: 0.5, maxMakerShare: 0.5, maxCrowd: 3 };
+  const t0 = Date.UTC(2026, 0, 5, 10, 0, 0) / 1000;
+  const legsUpTo = (w: number): LegSource => ({ from: `(SELECT * FROM t_legs WHERE seq <= ${w})`, where: 'kind IN (1, 2)', isMaker: 'kind = 2', isBuy: 'q > 0' });
+  const STATE: Record<string, string> = { a_cluster_wallets: 'wallet_id', a_cluster_crowded: 'cell', a_cluster_pairs: 'a, b', a_clusters: 'wallet_id' };
+
+  beforeAll(async () => {
+    ({ instance, conn } = await openMemoryVenue());
+  });
+  afterAll(() => closeMemoryVenue(conn, instance));
+
+  const state = async (prefix = '') => {
+    const out: Record<string, unknown[]> = {};
+    for (const [t, key] of Object.entries(STATE)) out[t] = await queryRows(conn, `SELECT * FROM ${prefix}${t} ORDER BY ${key}`);
+    return out;
+  };
+
+  // a burst: several wallets trade one token side within seconds (the lockstep signal), or one wallet alone
+  const burst = fc.record({
+    t: fc.integer({ min: 0, max: 1800 }),
+    market: fc.integer({ min: 1, max: 2 }),
+    outcome: fc.integer({ min: 0, max: 1 }),
+    buy: fc.boolean(),
+    who: fc.array(fc.record({ w: fc.integer({ min: 1, max: 9 }), dt: fc.integer({ min: 0, max: 70 }), maker: fc.integer({ min: 0, max: 3 }).map((x) => x === 0), late: fc.integer({ min: -900, max: 900 }) }), { minLength: 1, maxLength: 8 }),
+  });
+
+  it('after every refresh step', async () => {
+    const seen = { pairs: 0, crowded: 0, steps: 0 }; // states with pairs, with crowded cells, all states
+    await fc.assert(
+      fc.asyncProperty(fc.array(burst, { minLength: 5, maxLength: 40 }), fc.array(fc.integer({ min: 60, max: 600 }), { minLength: 2, maxLength: 6 }), async (bursts, steps) => {
+        // a leg arrives (seq) in order of its stamp shifted by `late`: some arrive late, some before their stamp
+        const legs = bursts.flatMap((b) => b.who.map((x) => ({ w: x.w, m: b.market, o: b.outcome, t: t0 + b.t + x.dt, kind: x.maker ? 2 : 1, q: b.buy ? 5 : -5, arrive: b.t + x.dt + x.late })));
+        legs.sort((a, b) => a.arrive - b.arrive || a.t - b.t || a.w - b.w);
+        await conn.run(`CREATE OR REPLACE TABLE t_legs (wallet_id INTEGER, market_id INTEGER, outcome_index UTINYINT, ts TIMESTAMP, kind UTINYINT, q DOUBLE, seq BIGINT)`);
+        if (legs.length) {
+          await conn.run(`INSERT INTO t_legs VALUES ${legs.map((l, i) => `(${l.w}, ${l.m}, ${l.o}, make_timestamp(${l.t * 1_000_000}::BIGINT), ${l.kind}, ${l.q}, ${i + 1})`).join(', ')}`);
+        }
+        const db = duckRunner(conn);
+        // the clock and the arrivals move on together: at clock T, the legs that arrived by T are seen
+        const seenBy = (T: number) => legs.filter((l) => t0 + l.arrive <= T).length;
+        let T = t0 + 100;
+        let mark = { asOf: new Date(T * 1000), watermark: seenBy(T) };
+        await buildClusters(db, mark.asOf, rules, legsUpTo(mark.watermark));
+        for (const dt of steps) {
+          T += dt;
+          const next = { asOf: new Date(T * 1000), watermark: seenBy(T) };
+          await refreshClusters(db, mark, next, rules, { from: 't_legs', where: 'kind IN (1, 2)', isMaker: 'kind = 2', isBuy: 'q > 0' });
+          mark = next;
+          const got = await state();
+          const reference = await queryRows<{ a: number; b: number }>(conn, `SELECT a, b FROM (${lockstepPairsSql(next.asOf, rules, legsUpTo(next.watermark))})`);
+          expect(got.a_cluster_pairs).toEqual(reference);
+          // a from-scratch build of the same state, kept aside
+          for (const t of Object.keys(STATE)) await conn.run(`CREATE OR REPLACE TABLE inc_${t} AS SELECT * FROM ${t}`);
+          await buildClusters(db, next.asOf, rules, legsUpTo(next.watermark));
+          const rebuilt = await state();
+          expect(got).toEqual(rebuilt);
+          if (got.a_cluster_pairs!.length) seen.pairs++;
+          if (got.a_cluster_crowded!.length) seen.crowded++;
+          seen.steps++;
+          for (const t of Object.keys(STATE)) await conn.run(`CREATE OR REPLACE TABLE ${t} AS SELECT * FROM inc_${t}`);
+        }
+      }),
+      { numRuns: 60 },
+    );
+    // the streams do exercise pairs and crowds: at least a tenth of the states checked have some
+    console.log(JSON.stringify(seen));
+    expect(seen.pairs).toBeGreaterThan(seen.steps / 10);
+    expect(seen.crowded).toBeGreaterThan(seen.steps / 10);
+  }, 240_000);
+
+  it('finds pairs and crowds in these streams (the property is not vacuous)', async () => {
+    // one fixed stream: wallets 1-3 in lockstep across refreshes, a crowd of 6 on one cell arriving late
+    const rows: string[] = [];
+    let seq = 0;
+    for (let i = 0; i < 6; i++) for (const w of [1, 2, 3]) rows.push(`(${w}, 1, 0, make_timestamp(${(t0 + i * 300 + w) * 1_000_000}::BIGINT), 1, 5, ${++seq})`);
+    for (let i = 0; i < 3; i++) for (let w = 4; w < 10; w++) rows.push(`(${w}, 2, 0, make_timestamp(${(t0 + 100 + i * 300) * 1_000_000}::BIGINT), 1, 5, ${++seq})`);
+    await conn.run(`CREATE OR REPLACE TABLE t_legs (wallet_id INTEGER, market_id INTEGER, outcome_index UTINYINT, ts TIMESTAMP, kind UTINYINT, q DOUBLE, seq BIGINT)`);
+    await conn.run(`INSERT INTO t_legs VALUES ${rows.join(', ')}`);
+    const db = duckRunner(conn);
+    const src: LegSource = { from: 't_legs', where: 'kind IN (1, 2)', isMaker: 'kind = 2', isBuy: 'q > 0' };
+    const early = { asOf: new Date((t0 + 700) * 1000), watermark: 6 }; // wallets 1-3's first two moments
+    await buildClusters(db, early.asOf, rules, legsUpTo(6));
+    expect((await state()).a_cluster_pairs).toEqual([]); // 2 coinciding moments each: under minCoFills
+    const r = await refreshClusters(db, early, { asOf: new Date((t0 + 2000) * 1000), watermark: seq }, rules, src);
+    const s = await state();
+    expect(s.a_cluster_pairs).toEqual([
+      { a: 1, b: 2 },
+      { a: 1, b: 3 },
+      { a: 2, b: 3 },
+    ]);
+    expect(s.a_cluster_crowded).toHaveLength(3); // the crowd's three seconds: 6 wallets > maxCrowd 3
+    expect(s.a_cluster_wallets!.filter((w) => Number((w as { n: number }).n) === 0).map((w) => (w as { wallet_id: number }).wallet_id)).toEqual([4, 5, 6, 7, 8, 9]);
+    expect(r).toMatchObject({ clusters: 1, wallets: 3, pairs: 3 });
+    expect(r.rechecked_wallets).toBe(9);
   });
 });
 
