@@ -20,33 +20,63 @@ import { SMART_MONEY_TAGS } from './tags.ts';
 const DAY_US = 86_400_000_000;
 
 /** SQL (a SELECT over a_rank_base) of every column the engine reads, in wallet order. */
-export function rankingColumnsSql(base = 'a_rank_base'): string {
+export function rankingColumnsSql(base = 'a_rank_base', where = 'true'): string {
   const metricCols = METRIC_IDS.map((id) => {
     const m = METRICS[id];
     return `coalesce((${m.measured}), false) AS "ms_${id}", coalesce((${m.value})::DOUBLE, 'NaN'::DOUBLE) AS "val_${id}"`;
   });
   const gateCols = (Object.keys(GATE_FIELDS) as GateField[]).map((f) => `coalesce((${GATE_FIELDS[f].sql})::DOUBLE, 'NaN'::DOUBLE) AS "gate_${f}"`);
   const tags = SMART_MONEY_TAGS.map((t, i) => `CASE WHEN list_contains(smart_money_tags, '${t}') THEN ${1 << i} ELSE 0 END`).join(' + ');
-  return `SELECT wallet_id, (dense_rank() OVER (ORDER BY user_key) - 1)::INTEGER AS user_code,
+  return `SELECT wallet_id,
       coalesce(trade_count, 0)::DOUBLE AS trade_count, coalesce(epoch_us(last_trade_at)::DOUBLE, 'NaN'::DOUBLE) AS last_trade_us,
-      coalesce(list_position(${categoriesListSql(base)}, best_category) - 1, -1)::INTEGER AS category_code,
+      coalesce(list_position(${categoriesListSql(base, where)}, best_category) - 1, -1)::INTEGER AS category_code,
       coalesce(lifetime_volume_usdc, 'NaN'::DOUBLE) AS lifetime_volume_usdc,
       (${tags})::INTEGER AS tag_bits, coalesce(cluster_size, 1)::INTEGER AS cluster_size,
       ${[...metricCols, ...gateCols].join(',\n      ')}
-    FROM ${base} WHERE trade_count > 0 ORDER BY wallet_id`;
+    FROM ${base} WHERE trade_count > 0 AND (${where}) ORDER BY wallet_id`;
 }
 
 /** SQL of the best categories present, as a sorted list (their codes are positions in it). */
-export function categoriesListSql(base = 'a_rank_base'): string {
-  return `(SELECT coalesce(list(DISTINCT best_category ORDER BY best_category), []) FROM ${base} WHERE best_category IS NOT NULL)`;
+export function categoriesListSql(base = 'a_rank_base', where = 'true'): string {
+  return `(SELECT coalesce(list(DISTINCT best_category ORDER BY best_category), []) FROM ${base} WHERE best_category IS NOT NULL AND trade_count > 0 AND (${where}))`;
+}
+
+/**
+ * User codes of rows in wallet order: rows of one linked user share a code (the row of its first wallet); every
+ * other row is its own user (code = its row). Only equality of codes matters to the engine.
+ */
+export function userCodes(walletId: Int32Array, links: ReadonlyMap<number, string>): Int32Array {
+  const code = new Int32Array(walletId.length);
+  for (let i = 0; i < code.length; i++) code[i] = i;
+  const rowOf = (w: number) => {
+    let lo = 0;
+    let hi = walletId.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (walletId[mid] === w) return mid;
+      if (walletId[mid]! < w) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return -1;
+  };
+  const first = new Map<string, number>();
+  const rows = [...links].map(([w, u]) => [rowOf(w), u] as const).filter(([r]) => r >= 0).sort((a, b) => a[0] - b[0]);
+  for (const [r, u] of rows) {
+    const f = first.get(u);
+    if (f === undefined) first.set(u, r);
+    else code[r] = f;
+  }
+  return code;
 }
 
 /** The rank base as columns (row i is the i-th wallet in wallet order). NaN stands for SQL NULL. */
 export interface RankColumns {
   n: number;
   walletId: Int32Array;
-  /** users: rows of one user share a code (a wallet without a user is its own user) */
+  /** users: rows of one user share a code (a wallet without a user is its own user): userCodes(walletId, links) */
   userCode: Int32Array;
+  /** wallet id -> its linked user (wallet_links), for the rows' wallets that have one */
+  links: Map<number, string>;
   tradeCount: Float64Array;
   lastTradeUs: Float64Array;
   bestCategory: Int32Array;
@@ -117,6 +147,11 @@ export class RankingEngine {
     this.mask = new Uint8Array(cols.n);
     this.num = new Float64Array(cols.n);
     this.den = new Float64Array(cols.n);
+  }
+
+  /** Each metric's measured rows in value order (read-only: a patch merges them into the next engine's). */
+  orders(): Readonly<Record<MetricId, Int32Array>> {
+    return this.order;
   }
 
   /** The row of a wallet (binary search: rows are in wallet order), or -1. */
@@ -227,9 +262,12 @@ export class RankingEngine {
   private percentiles(id: MetricId, mask: Uint8Array, weight: number, out: { slot: Int32Array; pct: Float64Array } | null): void {
     const order = this.order[id];
     const val = this.cols.value[id];
+    const measured = this.cols.measured[id];
     const len = order.length;
+    // the gated rows in the order (measured, not NaN): counted in row order, sequential reads instead of a random
+    // access per ordered row
     let n = 0;
-    for (let k = 0; k < len; k++) n += mask[order[k]!]!;
+    for (let i = 0; i < mask.length; i++) if (mask[i] && measured[i] === 1 && val[i] === val[i]) n++;
     if (n === 0) return;
     const num = this.num;
     const den = this.den;
@@ -458,9 +496,13 @@ function topK(composite: Float64Array, k: number, before: (a: number, b: number)
   return Array.from(heap.subarray(0, size)).sort(before);
 }
 
-/** Read the rank base into columns (one scan per wallet slice of ~1M rows). */
-export async function loadRankColumns(db: ColumnarRunner, base = 'a_rank_base', opts: { shared?: boolean } = {}): Promise<RankColumns> {
-  const [meta] = await db.all<{ n: number; cats: string[] }>(`SELECT (SELECT count(*) FROM ${base} WHERE trade_count > 0) AS n, ${categoriesListSql(base)} AS cats`);
+/**
+ * Read the rank base into columns (one scan per wallet slice of ~1M rows); `where` (a condition on the base) reads
+ * only some rows — a patch's changed wallets (core/ranking-patch.ts).
+ */
+export async function loadRankColumns(db: ColumnarRunner, base = 'a_rank_base', opts: { shared?: boolean; where?: string } = {}): Promise<RankColumns> {
+  const where = opts.where ?? 'true';
+  const [meta] = await db.all<{ n: number; cats: string[] }>(`SELECT (SELECT count(*) FROM ${base} WHERE trade_count > 0 AND (${where})) AS n, ${categoriesListSql(base, where)} AS cats`);
   const n = Number(meta?.n ?? 0);
   // shared: the metric columns live in SharedArrayBuffers, so a worker thread can order them without a copy
   const f64 = () => new Float64Array(n);
@@ -470,6 +512,7 @@ export async function loadRankColumns(db: ColumnarRunner, base = 'a_rank_base', 
     n,
     walletId: new Int32Array(n),
     userCode: new Int32Array(n),
+    links: new Map(),
     tradeCount: f64(),
     lastTradeUs: f64(),
     bestCategory: new Int32Array(n),
@@ -482,10 +525,9 @@ export async function loadRankColumns(db: ColumnarRunner, base = 'a_rank_base', 
     gate: Object.fromEntries((Object.keys(GATE_FIELDS) as GateField[]).map((g) => [g, f64()])) as Record<GateField, Float64Array>,
   };
   let row = 0;
-  // user codes are dense over the whole base, so they are computed once into a table stored in wallet order; then
-  // its wallet ids are read whole (they give the slice bounds) and the columns slice by slice, each a range scan
-  // (zone maps skip the rest; a scan returns rows in stored order)
-  await db.run(`CREATE OR REPLACE TEMP TABLE rank_columns AS ${rankingColumnsSql(base)}`);
+  // the columns go to a table stored in wallet order; its wallet ids are read whole (they give the slice bounds),
+  // then the columns slice by slice, each a range scan (zone maps skip the rest; a scan returns rows in stored order)
+  await db.run(`CREATE OR REPLACE TEMP TABLE rank_columns AS ${rankingColumnsSql(base, where)}`);
   await db.scan(`SELECT wallet_id::INTEGER AS wallet_id FROM rank_columns`, (b) => {
     cols.walletId.set(b.int('wallet_id') as Int32Array, row);
     row += b.n;
@@ -497,7 +539,6 @@ export async function loadRankColumns(db: ColumnarRunner, base = 'a_rank_base', 
     const hi = off + slice < n ? `AND wallet_id < ${cols.walletId[off + slice]!}` : '';
     await db.scan(`SELECT * EXCLUDE (wallet_id) FROM rank_columns WHERE wallet_id >= ${lo} ${hi}`, (b) => {
       const copy = <T extends Int32Array | Float64Array | Uint8Array>(dst: T, src: ArrayLike<number>) => dst.set(src as never, row);
-      copy(cols.userCode, b.int('user_code'));
       copy(cols.tradeCount, b.f64('trade_count'));
       copy(cols.lastTradeUs, b.f64('last_trade_us'));
       copy(cols.bestCategory, b.int('category_code'));
@@ -514,6 +555,12 @@ export async function loadRankColumns(db: ColumnarRunner, base = 'a_rank_base', 
   }
   if (row !== n) throw new Error(`rank columns: read ${row} rows of ${n}`);
   await db.run(`DROP TABLE IF EXISTS rank_columns`);
+  // users: the linked wallets only (few), grouped in memory instead of a sort of every row's user key
+  const linked = await db.all<{ wallet_id: number; user_id: string }>(
+    `SELECT wallet_id, linked_user_id AS user_id FROM ${base} WHERE linked_user_id IS NOT NULL AND trade_count > 0 AND (${where})`,
+  );
+  for (const l of linked) cols.links.set(Number(l.wallet_id), String(l.user_id));
+  cols.userCode = userCodes(cols.walletId, cols.links);
   return cols;
 }
 

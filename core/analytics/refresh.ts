@@ -12,16 +12,20 @@
  *  4. a mid that arrived late (stamped at or before T_old): positions on its token with a leg from 24 h before it on
  *     are restreamed (every lookup at or after it may change), the inventory legs valued after it are revalued, and
  *     its token's holders' daily returns are recomputed when it falls in a completed day;
- *  5. tokens whose latest mid moved: their positions' marks and unrealized P&L (no restream);
+ *  5. tokens whose latest mid moved: their positions' marks and unrealized P&L (no restream), for the wallets holding
+ *     shares of them in a market not resolved;
  *  6. wallets of any of these: their per-wallet rows; and every wallet's cohort-wide figures;
  *  7. risk: each completed day that passed closes (risk.ts dayCloseSql); a late row stamped in a completed day
  *     recomputes its wallet's days through the position stream; the statistics follow.
  *  8. clusters: the pairs of wallets whose moments or cells changed (clusters.ts refreshClusters says why exactly).
- * The rank base and the boards are recomputed whole (cohort-wide by nature).
+ * The rank base and the boards are recomputed whole (cohort-wide by nature); the ranking engine that scores the
+ * boards is the previous version's patched with the rank-base rows that changed (ranking-patch.ts), unless a day
+ * closed (then every wallet's risk moved) or the caller has no previous engine (a restart).
  */
 import { A_LEGS, CLUSTER_RULES, refreshClusters } from '../clusters.ts';
-import { ensureWalletLinks, rankBaseSql } from '../rankings.ts';
-import { scoreBoards, type OrdersOf, type RankingEngine } from '../ranking-engine.ts';
+import { writeRankBase } from '../rankings.ts';
+import { loadRankColumns, loadRankingEngine, writeBoards, type OrdersOf, type RankingEngine } from '../ranking-engine.ts';
+import { patchEngine } from '../ranking-patch.ts';
 import { sharpCutoff } from '../tags.ts';
 import { tsLiteral, type AsOf, type ColumnarRunner } from '../query.ts';
 import {
@@ -74,13 +78,24 @@ function dayEndValue(mids: MidIndex, resolvedAt: number, payout: number, token: 
   return Number.isNaN(m) ? 0 : m;
 }
 
-export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMark, to: StateMark, opts: { riskDays?: number; ordersOf?: OrdersOf } = {}): Promise<RefreshReport> {
+export interface RefreshOptions {
+  riskDays?: number;
+  /** how the metric orders of a freshly loaded engine are computed (a service: off its event loop) */
+  ordersOf?: OrdersOf;
+  /** the ranking engine of the `from` state (its a_rank_base): patched with the changed wallets instead of a reload */
+  previous?: RankingEngine;
+  /** each step's name and seconds as it ends */
+  onStep?: (name: string, seconds: number) => void;
+}
+
+export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMark, to: StateMark, opts: RefreshOptions = {}): Promise<RefreshReport> {
   const t0 = performance.now();
   const seconds: Record<string, number> = {};
   const timed = async <R>(name: string, f: () => Promise<R>): Promise<R> => {
     const t = performance.now();
     const r = await f();
     seconds[name] = Number(((performance.now() - t) / 1000).toFixed(3));
+    opts.onStep?.(name, seconds[name]!);
     return r;
   };
   const riskDays = opts.riskDays ?? RISK_WINDOW_DAYS;
@@ -91,6 +106,10 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
   const newRows = `seq > ${W0} AND seq <= ${W1}`;
   const d1Old = riskWindow(us(from.asOf), riskDays).d1;
   const d1New = riskWindow(us(to.asOf), riskDays).d1;
+
+  // the sharp cutoff of the `from` state (NULL: none): wallets between it and the new one change their tag
+  const [before] = await db.all<{ c: number | null }>(`SELECT sharp_min_deviate AS c FROM a_meta`);
+  const cutoffBefore = before?.c === null || before?.c === undefined ? Number.POSITIVE_INFINITY : Number(before.c);
 
   // the state is as of T_new from here on (the a_positions view reads it); readers see it at the commit
   await db.run(`UPDATE a_meta SET as_of = ${Tnew}, watermark = ${W1}, version = version + 1`);
@@ -191,8 +210,11 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
   const markWallets = await timed('marks', async () => {
     if (movedTokens.size === 0) return 0;
     await writeMarks(db, mids, to.asOf, movedTokens);
+    // a mark moves unrealized P&L only of a position holding shares in a market not resolved by T_new (positionPnlSql:
+    // resolved positions use the payout, and an empty position's unrealized P&L is -cost_basis whatever the mark)
     await db.run(`CREATE OR REPLACE TEMP TABLE mark_wallets AS
-      SELECT DISTINCT wallet_id FROM a_position_state WHERE market_id * 2 + outcome_index IN (SELECT t FROM mark_tokens)`);
+      SELECT DISTINCT wallet_id FROM a_position_state WHERE shares <> 0 AND market_id * 2 + outcome_index IN (SELECT t FROM mark_tokens)
+        AND market_id NOT IN (SELECT market_id FROM resolutions WHERE resolved_at <= ${Tnew})`);
     const [c] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM mark_wallets`);
     return Number(c?.n ?? 0);
   });
@@ -311,10 +333,29 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     await db.run(`DELETE FROM a_wallet_metrics`);
     await db.run(`INSERT INTO a_wallet_metrics SELECT * FROM (${walletMetricsSql(sharpMinDeviate)}) ORDER BY wallet_id`);
   });
+  await db.run(`CREATE OR REPLACE TEMP TABLE clusters_before AS SELECT * FROM a_clusters`);
   await timed('clusters', () => refreshClusters(db, from, to, CLUSTER_RULES, A_LEGS));
-  await ensureWalletLinks(db);
-  await timed('rank_base', () => db.run(rankBaseSql()));
-  const ranker = await timed('boards', () => scoreBoards(db, to.asOf, opts.ordersOf));
+  // the rank base rows that change (every one when a day closed: the risk window moved for all): wallets with new
+  // per-wallet rows, a changed cluster or link, or a sharp tag that the moved cutoff turns on or off
+  const patchable = opts.previous !== undefined && daysClosed === 0;
+  if (patchable) {
+    const lo = Math.min(cutoffBefore, sharpMinDeviate);
+    const hi = Math.max(cutoffBefore, sharpMinDeviate);
+    await db.run(`CREATE OR REPLACE TEMP TABLE rank_changed AS SELECT DISTINCT wallet_id FROM (
+        SELECT wallet_id FROM dirty_wallets
+        UNION ALL SELECT wallet_id FROM clusters_before b FULL JOIN a_clusters a USING (wallet_id)
+          WHERE a.cluster_id IS DISTINCT FROM b.cluster_id OR a.cluster_size IS DISTINCT FROM b.cluster_size
+        UNION ALL SELECT wallet_id FROM wallet_links l FULL JOIN (SELECT wallet_id, linked_user_id AS user_id FROM a_rank_base WHERE linked_user_id IS NOT NULL) b
+          USING (wallet_id) WHERE l.user_id IS DISTINCT FROM b.user_id
+        ${lo < hi ? `UNION ALL SELECT wallet_id FROM a_calibration WHERE calibration_ranked AND skill_deviate >= '${lo}'::DOUBLE AND skill_deviate < '${hi}'::DOUBLE` : ''})`);
+  }
+  await timed('rank_base', () => writeRankBase(db));
+  const ranker = await timed('engine', async () => {
+    if (!patchable) return loadRankingEngine(db, opts.ordersOf);
+    const delta = await loadRankColumns(db, 'a_rank_base', { where: `wallet_id IN (SELECT wallet_id FROM rank_changed)` });
+    return patchEngine(opts.previous!, delta).engine;
+  });
+  await timed('boards', () => writeBoards(db, ranker, to.asOf));
   const cutoff = Number.isFinite(sharpMinDeviate) ? String(sharpMinDeviate) : 'NULL';
   const total = Number(((performance.now() - t0) / 1000).toFixed(3));
   await db.run(`UPDATE a_meta SET built_at = now(), sharp_min_deviate = ${cutoff}::DOUBLE, ranked_wallets = ${deviates.length}, refresh_seconds = ${total}`);

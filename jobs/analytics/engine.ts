@@ -14,6 +14,7 @@ import { EventEmitter } from 'node:events';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { ENGINE_SCHEMA, fullBuild, loadMids, type BuildReport } from '../../core/analytics/build.ts';
 import type { MidIndex } from '../../core/analytics/mid-index.ts';
+import type { RankingEngine } from '../../core/ranking-engine.ts';
 import { refresh, venueWatermark, type RefreshReport, type StateMark } from '../../core/analytics/refresh.ts';
 import { queryRows } from '../../data/duckdb.ts';
 import { metricOrdersOffThread } from './rank-orders.ts';
@@ -37,6 +38,8 @@ export interface EngineOptions {
   log?: (msg: string) => void;
   /** progress of a full build (step name, index, count) */
   onBuildStep?: (name: string, i: number, n: number) => void;
+  /** each refresh step as it ends (name, seconds): benchmarks */
+  onRefreshStep?: (name: string, seconds: number) => void;
   /** run a full build even when a state exists */
   rebuild?: boolean;
 }
@@ -59,6 +62,8 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
   private mark!: StateMark;
   private current!: Published;
   private mids!: MidIndex;
+  /** the ranking engine of the committed state (the next refresh patches it); null after a restart */
+  private ranker: RankingEngine | null = null;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<unknown> = Promise.resolve();
   private stopped = false;
@@ -94,6 +99,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     const asOf = this.opts.now();
     const report = await fullBuild(db, asOf, { onStep: this.opts.onBuildStep, ordersOf: metricOrdersOffThread });
     this.mids = report.mids;
+    this.ranker = report.ranker ?? null;
     this.mark = { asOf, watermark: report.watermark };
     this.current = { version: 1, asOf, builtAt: new Date(), watermark: report.watermark };
     this.log(`analytics: full build as of ${asOf.toISOString()} in ${report.total_seconds.toFixed(1)} s (${report.wallets.toLocaleString()} wallets, ${report.positions.toLocaleString()} positions)`);
@@ -121,9 +127,14 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     let report: RefreshReport;
     try {
       const to: StateMark = { asOf, watermark: await venueWatermark(db) };
-      report = await refresh(db, this.mids, this.mark, to, { ordersOf: metricOrdersOffThread });
+      report = await refresh(db, this.mids, this.mark, to, {
+        ordersOf: metricOrdersOffThread,
+        previous: this.ranker ?? undefined,
+        onStep: this.opts.onRefreshStep,
+      });
       await this.conn.run('COMMIT');
       this.mark = to;
+      this.ranker = report.ranker ?? null;
     } catch (e) {
       await this.conn.run('ROLLBACK').catch(() => {});
       // the refresh may have added the new mids to the in-memory index: rebuild it from the committed watermark

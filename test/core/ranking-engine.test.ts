@@ -8,7 +8,8 @@ import fc from 'fast-check';
 import { getAddress } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fullBuild } from '../../core/analytics/build.ts';
-import { RankingEngine, loadRankColumns, metricOrders, sortedMeasured, writeBoards } from '../../core/ranking-engine.ts';
+import { RankingEngine, loadRankColumns, metricOrders, sortedMeasured, writeBoards, type RankColumns } from '../../core/ranking-engine.ts';
+import { patchEngine } from '../../core/ranking-patch.ts';
 import { GATE_FIELDS, METRIC_IDS, RankingConfig, buildBoards, customRanking, type GateField, type MetricId } from '../../core/rankings.ts';
 import { SMART_MONEY_TAGS } from '../../core/tags.ts';
 import { duckRunner } from '../../data/runner.ts';
@@ -161,4 +162,51 @@ describe('customRanking through the loaded ranker', () => {
       { numRuns: 25 },
     );
   }, 300_000);
+});
+
+describe('a patched engine (core/ranking-patch.ts) equals one loaded whole', () => {
+  const sameColumns = (got: RankColumns, want: RankColumns) => {
+    expect(got.n).toBe(want.n);
+    expect(got.categories).toEqual(want.categories);
+    expect([...got.links].sort()).toEqual([...want.links].sort());
+    for (const k of ['walletId', 'userCode', 'tradeCount', 'lastTradeUs', 'bestCategory', 'volume', 'tagBits', 'clusterSize'] as const) expect([k, [...got[k]]]).toEqual([k, [...want[k]]]);
+    for (const id of METRIC_IDS) {
+      expect([id, [...got.measured[id]]]).toEqual([id, [...want.measured[id]]]);
+      expect([id, [...got.value[id]]]).toEqual([id, [...want.value[id]]]);
+    }
+    for (const g of Object.keys(GATE_FIELDS) as GateField[]) expect([g, [...got.gate[g]]]).toEqual([g, [...want.gate[g]]]);
+  };
+
+  it('on random changed and new wallets (values, categories, links, tags, clusters)', async () => {
+    const db = duckRunner(v.conn);
+    const ids = (await v.rows<{ wallet_id: number }>(`SELECT wallet_id FROM a_rank_base ORDER BY wallet_id`)).map((r) => Number(r.wallet_id));
+    const want = await loadRankColumns(db);
+    const wantOrders = metricOrders(want);
+    let runs = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.uniqueArray(fc.nat({ max: ids.length - 1 }), { minLength: 1, maxLength: 80 }), fc.array(fc.boolean(), { minLength: 80, maxLength: 80 }), async (picks, isNew) => {
+        const changed = picks.map((k) => ids[k]!);
+        const added = changed.filter((_, k) => isNew[k]);
+        const list = (xs: number[]) => (xs.length ? xs.join(',') : '-1'); // no wallet has id -1
+        // the previous version: the new wallets absent, the changed ones with other values (metrics moved, a category
+        // that no longer exists, a link that goes away, tags and cluster sizes that change)
+        await v.conn.run(`CREATE OR REPLACE TABLE rb_old AS SELECT * FROM a_rank_base WHERE wallet_id NOT IN (${list(added)})`);
+        await v.conn.run(`UPDATE rb_old SET realized_pnl = 3 - realized_pnl, total_pnl = NULL, calibration_excess_z = calibration_excess_z + 0.5,
+            lifetime_volume_usdc = lifetime_volume_usdc * 2, trade_count = trade_count + 1, best_category = 'zz_gone',
+            linked_user_id = CASE WHEN wallet_id % 3 = 0 THEN 'u_gone_' || (wallet_id % 2) ELSE NULL END,
+            smart_money_tags = ['whale'], cluster_size = 7, sharpe = NULL
+          WHERE wallet_id IN (${list(changed)})`);
+        const prev = new RankingEngine(await loadRankColumns(db, 'rb_old'));
+        const delta = await loadRankColumns(db, 'a_rank_base', { where: `wallet_id IN (${list(changed)})` });
+        const { engine: patched, figures } = patchEngine(prev, delta);
+        expect(figures).toEqual({ rows: want.n, replaced: changed.length - added.length, inserted: added.length });
+        sameColumns(patched.cols, want);
+        for (const id of METRIC_IDS) expect([id, [...patched.orders()[id]]]).toEqual([id, [...wantOrders[id]]]);
+        runs++;
+      }),
+      { numRuns: 12 },
+    );
+    expect(runs).toBe(12);
+    await v.conn.run(`DROP TABLE IF EXISTS rb_old`);
+  }, 120_000);
 });

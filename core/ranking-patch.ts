@@ -1,0 +1,141 @@
+/**
+ * The next analytics version's RankingEngine without reading the whole rank base again: the previous version's
+ * engine plus the rows that changed (the changed and new wallets' columns, read by loadRankColumns with a `where`).
+ * Every column is merged in wallet order in one pass; each metric's order is the previous order without the changed
+ * rows (renumbered), merged with the changed rows' own order — O(n) per metric instead of a sort. The result equals
+ * loading the new rank base whole (test/core/ranking-engine.test.ts), so boards and custom rankings do not change.
+ *
+ * Rows never leave the rank base (a wallet with a fill keeps it), so a patch only replaces and inserts rows.
+ */
+import { METRIC_IDS, type GateField, type MetricId } from './rankings.ts';
+import { RankingEngine, sortedMeasured, userCodes, type RankColumns } from './ranking-engine.ts';
+
+type Column = Int32Array | Float64Array | Uint8Array;
+
+/** An empty column like `like` (shared memory when `like` is shared: a worker may read it). */
+function columnLike<T extends Column>(like: T, n: number): T {
+  const C = like.constructor as new (x: number | SharedArrayBuffer) => T;
+  return like.buffer instanceof SharedArrayBuffer ? new C(new SharedArrayBuffer(like.BYTES_PER_ELEMENT * n)) : new C(n);
+}
+
+export interface PatchFigures {
+  rows: number;
+  replaced: number;
+  inserted: number;
+}
+
+/** The engine of (previous rank base with `delta`'s rows replacing or joining it). */
+export function patchEngine(prev: RankingEngine, delta: RankColumns): { engine: RankingEngine; figures: PatchFigures } {
+  const old = prev.cols;
+  // the merge of two wallet-ordered row sets: each new row comes from the old rows (fromOld >= 0) or the delta
+  const fromOld = new Int32Array(old.n + delta.n);
+  const fromDelta = new Int32Array(old.n + delta.n);
+  const oldToNew = new Int32Array(old.n).fill(-1); // -1: replaced by a delta row
+  const deltaToNew = new Int32Array(delta.n);
+  let i = 0;
+  let j = 0;
+  let n = 0;
+  let replaced = 0;
+  while (i < old.n || j < delta.n) {
+    const wo = i < old.n ? old.walletId[i]! : Number.POSITIVE_INFINITY;
+    const wd = j < delta.n ? delta.walletId[j]! : Number.POSITIVE_INFINITY;
+    if (wd <= wo) {
+      if (wd === wo) {
+        i++;
+        replaced++;
+      }
+      fromOld[n] = -1;
+      fromDelta[n] = j;
+      deltaToNew[j++] = n++;
+    } else {
+      fromOld[n] = i;
+      fromDelta[n] = -1;
+      oldToNew[i++] = n++;
+    }
+  }
+  const merge = <T extends Column>(a: T, b: ArrayLike<number>): T => {
+    const out = columnLike(a, n);
+    for (let r = 0; r < n; r++) {
+      const o = fromOld[r]!;
+      out[r] = o >= 0 ? a[o]! : b[fromDelta[r]!]!;
+    }
+    return out;
+  };
+
+  // best categories: codes into the union of both lists, then only the categories some row still has
+  const union = [...new Set([...old.categories, ...delta.categories])].sort();
+  const codeOf = new Map(union.map((c, k) => [c, k]));
+  const oldCode = Int32Array.from(old.categories, (c) => codeOf.get(c)!);
+  const deltaCode = Int32Array.from(delta.categories, (c) => codeOf.get(c)!);
+  const bestCategory = columnLike(old.bestCategory, n);
+  const used = new Uint8Array(union.length);
+  for (let r = 0; r < n; r++) {
+    const o = fromOld[r]!;
+    const c = o >= 0 ? old.bestCategory[o]! : delta.bestCategory[fromDelta[r]!]!;
+    const u = c < 0 ? -1 : o >= 0 ? oldCode[c]! : deltaCode[c]!;
+    bestCategory[r] = u;
+    if (u >= 0) used[u] = 1;
+  }
+  const categories = union.filter((_, k) => used[k]);
+  const finalCode = new Int32Array(union.length).fill(-1);
+  categories.forEach((c, k) => (finalCode[codeOf.get(c)!] = k));
+  for (let r = 0; r < n; r++) if (bestCategory[r]! >= 0) bestCategory[r] = finalCode[bestCategory[r]!]!;
+
+  const walletId = merge(old.walletId, delta.walletId);
+  const links = new Map(old.links);
+  for (let k = 0; k < delta.n; k++) links.delete(delta.walletId[k]!);
+  for (const [w, u] of delta.links) links.set(w, u);
+  const cols: RankColumns = {
+    n,
+    walletId,
+    userCode: userCodes(walletId, links),
+    links,
+    tradeCount: merge(old.tradeCount, delta.tradeCount),
+    lastTradeUs: merge(old.lastTradeUs, delta.lastTradeUs),
+    bestCategory,
+    categories,
+    volume: merge(old.volume, delta.volume),
+    tagBits: merge(old.tagBits, delta.tagBits),
+    clusterSize: merge(old.clusterSize, delta.clusterSize),
+    measured: Object.fromEntries(METRIC_IDS.map((id) => [id, merge(old.measured[id], delta.measured[id])])) as Record<MetricId, Uint8Array>,
+    value: Object.fromEntries(METRIC_IDS.map((id) => [id, merge(old.value[id], delta.value[id])])) as Record<MetricId, Float64Array>,
+    gate: Object.fromEntries((Object.keys(old.gate) as GateField[]).map((g) => [g, merge(old.gate[g], delta.gate[g])])) as Record<GateField, Float64Array>,
+  };
+
+  // each order: the kept old rows (renumbered, still in value order with ties in row order: the renumbering keeps
+  // row order) merged with the delta's measured rows in their own order
+  const prevOrders = prev.orders();
+  const orders = {} as Record<MetricId, Int32Array>;
+  for (const id of METRIC_IDS) {
+    const a = prevOrders[id];
+    const b = sortedMeasured(delta.measured[id], delta.value[id]);
+    let kept = 0;
+    for (let k = 0; k < a.length; k++) if (oldToNew[a[k]!]! >= 0) kept++;
+    const out = new Int32Array(kept + b.length);
+    const val = cols.value[id];
+    let x = 0;
+    let y = 0;
+    let k = 0;
+    let ra = -1;
+    const nextA = () => {
+      while (x < a.length && oldToNew[a[x]!]! < 0) x++;
+      ra = x < a.length ? oldToNew[a[x]!]! : -1;
+    };
+    nextA();
+    while (ra >= 0 || y < b.length) {
+      const rb = y < b.length ? deltaToNew[b[y]!]! : -1;
+      // value ascending, ties by row (as sortedMeasured orders them)
+      const takeA = rb < 0 || (ra >= 0 && (val[ra]! < val[rb]! || (val[ra] === val[rb] && ra < rb)));
+      if (takeA) {
+        out[k++] = ra;
+        x++;
+        nextA();
+      } else {
+        out[k++] = rb;
+        y++;
+      }
+    }
+    orders[id] = out;
+  }
+  return { engine: new RankingEngine(cols, orders), figures: { rows: n, replaced, inserted: delta.n - replaced } };
+}
