@@ -409,6 +409,16 @@ export function rankBaseSql(): string {
     ORDER BY wallet_id`;
 }
 
+/**
+ * (Re)write a_rank_base, with an index on wallet_id: a custom ranking's page reads its ~50 rows by wallet id, and
+ * without the index DuckDB decompresses every row group of a 2.8M-row wide table for them (1.3 s vs ~60 ms measured).
+ */
+export async function writeRankBase(db: QueryRunner): Promise<void> {
+  await ensureWalletLinks(db);
+  await db.run(rankBaseSql());
+  await db.run(`CREATE INDEX a_rank_base_wallet ON a_rank_base (wallet_id)`);
+}
+
 /** copyFlags() of core/trader/verdict.ts in SQL (any flag = copies badly), over a_wallet_metrics m and a_style s. */
 export function copiesBadlySql(): string {
   const r = COPY_RULES;

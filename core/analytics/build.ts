@@ -15,7 +15,7 @@
  *  meta          a_meta (as_of, built_at, version, watermark)
  */
 import { A_LEGS, CLUSTER_RULES, buildClusters } from '../clusters.ts';
-import { ensureWalletLinks, rankBaseSql } from '../rankings.ts';
+import { writeRankBase } from '../rankings.ts';
 import { scoreBoards, type OrdersOf, type RankingEngine } from '../ranking-engine.ts';
 import { sharpCutoff } from '../tags.ts';
 import { tsLiteral, type AsOf, type ColumnarRunner, type TableColumns, type ScanBatch } from '../query.ts';
@@ -351,8 +351,7 @@ export async function fullBuild(db: ColumnarRunner, asOf: AsOf, opts: FullBuildO
   let ranker: RankingEngine | undefined;
   if (rankings) {
     await timed('clusters', () => buildClusters(db, asOf, CLUSTER_RULES, A_LEGS));
-    await ensureWalletLinks(db);
-    await timed('rank_base', () => db.run(rankBaseSql()));
+    await timed('rank_base', () => writeRankBase(db));
     ranker = await timed('boards', () => scoreBoards(db, asOf, opts.ordersOf));
   }
   opts.onStep?.('done', names.length, names.length);
