@@ -88,6 +88,26 @@ export interface RefreshOptions {
   onStep?: (name: string, seconds: number) => void;
 }
 
+/**
+ * SQL (a SELECT of wallet_id) of the rank-base rows a refresh changes, when no day closed, before the rank base is
+ * rewritten: the wallets with new per-wallet rows (dirty_wallets), a changed cluster (clusters_before vs a_clusters),
+ * a changed link (wallet_links vs the rank base's linked_user_id), or a sharp tag turned on or off by the cutoff's
+ * move from `cutoffBefore` to `cutoffAfter` (+Infinity: no cutoff). Every other column of the rank base is a
+ * function of the wallet's own rows (the percentiles of a_wallet_metrics are not in the ranking engine's columns).
+ */
+export function rankChangedSql(cutoffBefore: number, cutoffAfter: number): string {
+  const lo = Math.min(cutoffBefore, cutoffAfter);
+  const hi = Math.max(cutoffBefore, cutoffAfter);
+  return `SELECT DISTINCT wallet_id FROM (
+      SELECT wallet_id FROM dirty_wallets
+      UNION ALL SELECT wallet_id FROM clusters_before b FULL JOIN a_clusters a USING (wallet_id)
+        WHERE a.cluster_id IS DISTINCT FROM b.cluster_id OR a.cluster_size IS DISTINCT FROM b.cluster_size
+      UNION ALL SELECT wallet_id FROM wallet_links l FULL JOIN (SELECT wallet_id, linked_user_id AS user_id FROM a_rank_base WHERE linked_user_id IS NOT NULL) b
+        USING (wallet_id) WHERE l.user_id IS DISTINCT FROM b.user_id
+      ${lo < hi ? `UNION ALL SELECT wallet_id FROM a_calibration WHERE calibration_ranked AND skill_deviate >= '${lo}'::DOUBLE AND skill_deviate < '${hi}'::DOUBLE` : ''})
+    ORDER BY wallet_id`;
+}
+
 export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMark, to: StateMark, opts: RefreshOptions = {}): Promise<RefreshReport> {
   const t0 = performance.now();
   const seconds: Record<string, number> = {};
@@ -339,15 +359,7 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
   // per-wallet rows, a changed cluster or link, or a sharp tag that the moved cutoff turns on or off
   const patchable = opts.previous !== undefined && daysClosed === 0;
   if (patchable) {
-    const lo = Math.min(cutoffBefore, sharpMinDeviate);
-    const hi = Math.max(cutoffBefore, sharpMinDeviate);
-    await db.run(`CREATE OR REPLACE TEMP TABLE rank_changed AS SELECT DISTINCT wallet_id FROM (
-        SELECT wallet_id FROM dirty_wallets
-        UNION ALL SELECT wallet_id FROM clusters_before b FULL JOIN a_clusters a USING (wallet_id)
-          WHERE a.cluster_id IS DISTINCT FROM b.cluster_id OR a.cluster_size IS DISTINCT FROM b.cluster_size
-        UNION ALL SELECT wallet_id FROM wallet_links l FULL JOIN (SELECT wallet_id, linked_user_id AS user_id FROM a_rank_base WHERE linked_user_id IS NOT NULL) b
-          USING (wallet_id) WHERE l.user_id IS DISTINCT FROM b.user_id
-        ${lo < hi ? `UNION ALL SELECT wallet_id FROM a_calibration WHERE calibration_ranked AND skill_deviate >= '${lo}'::DOUBLE AND skill_deviate < '${hi}'::DOUBLE` : ''})`);
+    await db.run(`CREATE OR REPLACE TEMP TABLE rank_changed AS ${rankChangedSql(cutoffBefore, sharpMinDeviate)}`);
   }
   await timed('rank_base', () => writeRankBase(db));
   const ranker = await timed('engine', async () => {

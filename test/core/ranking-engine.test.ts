@@ -7,7 +7,8 @@
 import fc from 'fast-check';
 import { getAddress } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fullBuild } from '../../core/analytics/build.ts';
+import { fullBuild, loadMids } from '../../core/analytics/build.ts';
+import { refresh } from '../../core/analytics/refresh.ts';
 import { RankingEngine, loadRankColumns, metricOrders, sortedMeasured, writeBoards, type RankColumns } from '../../core/ranking-engine.ts';
 import { patchEngine } from '../../core/ranking-patch.ts';
 import { GATE_FIELDS, METRIC_IDS, RankingConfig, buildBoards, customRanking, type GateField, type MetricId } from '../../core/rankings.ts';
@@ -209,4 +210,59 @@ describe('a patched engine (core/ranking-patch.ts) equals one loaded whole', () 
     expect(runs).toBe(12);
     await v.conn.run(`DROP TABLE IF EXISTS rb_old`);
   }, 120_000);
+});
+
+describe('a refresh hands on a patched engine equal to the one its rank base loads', () => {
+  // the state at `from` of a day of the venue, then a refresh to `to` the same day (no day closes: the engine is
+  // patched), with links added between the two for wallets with nothing new of their own. (Which rows change, cause
+  // by cause, is worked by hand in test/core/rank-changed.test.ts: here the clusters' and the cutoff's wallets are
+  // dirty anyway.)
+  async function refreshWindow(day: string, from: string, to: string) {
+    const db = duckRunner(v.conn);
+    const T0 = new Date(`${day}T${from}:00Z`);
+    const T1 = new Date(`${day}T${to}:00Z`);
+    const built = await fullBuild(db, T0);
+    const mark0 = { asOf: T0, watermark: built.watermark };
+    const mark1 = { asOf: T1, watermark: built.watermark };
+    const [c0] = await v.rows<{ c: number | null }>(`SELECT sharp_min_deviate AS c FROM a_meta`);
+    await v.conn.run(`CREATE OR REPLACE TEMP TABLE t_clusters_before AS SELECT * FROM a_clusters`);
+    // a dry run tells which wallets the refresh finds dirty: the links go to three others (two become one user)
+    await v.conn.run('BEGIN TRANSACTION');
+    await refresh(db, built.mids, mark0, mark1);
+    const calm = (await v.rows<{ w: number }>(`SELECT wallet_id AS w FROM a_rank_base WHERE wallet_id NOT IN (SELECT wallet_id FROM dirty_wallets) ORDER BY wallet_id LIMIT 3`)).map((r) => Number(r.w));
+    await v.conn.run('ROLLBACK');
+    await v.conn.run(`INSERT INTO wallet_links VALUES (${calm[0]}, 'u_${day}_a'), (${calm[1]}, 'u_${day}_a'), (${calm[2]}, 'u_${day}_b')`);
+    const mids = await loadMids(db, built.watermark); // the dry run committed nothing, but it added its mids to the index
+    await v.conn.run('BEGIN TRANSACTION');
+    const r = await refresh(db, mids, mark0, mark1, { previous: built.ranker });
+    const loaded = await loadRankColumns(db);
+    const [c1] = await v.rows<{ c: number | null }>(`SELECT sharp_min_deviate AS c FROM a_meta`);
+    const inf = (c: number | null | undefined) => (c === null || c === undefined ? Number.POSITIVE_INFINITY : Number(c));
+    const [changedClusters] = await v.rows<{ n: number }>(`SELECT count(*)::INTEGER AS n FROM t_clusters_before b FULL JOIN a_clusters a USING (wallet_id)
+      WHERE a.cluster_id IS DISTINCT FROM b.cluster_id OR a.cluster_size IS DISTINCT FROM b.cluster_size`);
+    await v.conn.run('COMMIT');
+    expect(r.days_closed).toBe(0);
+    const patched = r.ranker!;
+    expect(patched).not.toBe(built.ranker);
+    expect(patched.cols.n).toBe(loaded.n);
+    expect(patched.cols.categories).toEqual(loaded.categories);
+    expect([...patched.cols.links].sort()).toEqual([...loaded.links].sort());
+    for (const k of ['walletId', 'userCode', 'tradeCount', 'lastTradeUs', 'bestCategory', 'volume', 'tagBits', 'clusterSize'] as const) expect([k, [...patched.cols[k]]]).toEqual([k, [...loaded[k]]]);
+    const orders = metricOrders(loaded);
+    for (const id of METRIC_IDS) {
+      expect([id, [...patched.cols.value[id]]]).toEqual([id, [...loaded.value[id]]]);
+      expect([id, [...patched.cols.measured[id]]]).toEqual([id, [...loaded.measured[id]]]);
+      expect([id, [...patched.orders()[id]]]).toEqual([id, [...orders[id]]]);
+    }
+    for (const g of Object.keys(GATE_FIELDS) as GateField[]) expect([g, [...patched.cols.gate[g]]]).toEqual([g, [...loaded.gate[g]]]);
+    return { cutoffMoved: inf(c0?.c) !== inf(c1?.c), clustersChanged: changedClusters!.n > 0 };
+  }
+
+  it('on a day lockstep clusters form (28 pairs)', async () => {
+    expect((await refreshWindow('2026-09-25', '00:30', '23:30')).clustersChanged).toBe(true);
+  }, 300_000);
+
+  it('on a day the sharp cutoff moves', async () => {
+    expect((await refreshWindow('2026-10-31', '00:30', '23:30')).cutoffMoved).toBe(true);
+  }, 300_000);
 });
