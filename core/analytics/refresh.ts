@@ -325,7 +325,12 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     await db.run(`CREATE OR REPLACE TEMP TABLE dirty_wallets AS SELECT DISTINCT wallet_id FROM (
         SELECT wallet_id FROM dirty_pos UNION ALL SELECT wallet_id FROM late_wallets
         ${markWallets > 0 ? 'UNION ALL SELECT wallet_id FROM mark_wallets' : ''})`);
-    const scope: WalletScope = { table: 'dirty_wallets' };
+    // their positions, fill legs and holds, read once (each statement would otherwise scan the whole tables)
+    const inScope = `wallet_id IN (SELECT wallet_id FROM dirty_wallets)`;
+    await db.run(`CREATE OR REPLACE TEMP TABLE scoped_positions AS SELECT * FROM a_positions WHERE ${inScope}`);
+    await db.run(`CREATE OR REPLACE TEMP TABLE scoped_fill_legs AS SELECT wallet_id, kind, ts, size_usdc FROM ${LEGS_TABLE} WHERE kind IN (1, 2) AND ${inScope}`);
+    await db.run(`CREATE OR REPLACE TEMP TABLE scoped_holds AS SELECT * FROM a_holds WHERE ${inScope}`);
+    const scope: WalletScope = { table: 'dirty_wallets', positions: 'scoped_positions', fillLegs: 'scoped_fill_legs', holds: 'scoped_holds' };
     for (const s of walletTableStatements(to.asOf, scope)) {
       await db.run(`DELETE FROM ${s.table} WHERE wallet_id IN (SELECT wallet_id FROM dirty_wallets)`);
       await db.run(`INSERT INTO ${s.table} SELECT * FROM (${s.select})`);

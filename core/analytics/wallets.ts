@@ -20,20 +20,28 @@ import { tsLiteral, type AsOf } from '../query.ts';
 import { COPY_RULES } from '../copy-rules.ts';
 import { BEST_CATEGORY_MIN_MARKETS, bestCategorySql } from '../wallet-style.ts';
 
-/** A wallet scope: every wallet, or the wallets listed in a table with a wallet_id column. */
-export type WalletScope = { all: true } | { table: string };
+/**
+ * A wallet scope: every wallet, or the wallets listed in a table with a wallet_id column. A scope may name copies of
+ * a_positions, a_legs' fill legs and a_holds already narrowed to its wallets (a refresh materializes them once, so
+ * the statements below do not each scan the whole tables).
+ */
+export type WalletScope = { all: true } | { table: string; positions?: string; fillLegs?: string; holds?: string };
 
 export const scopeSql = (s: WalletScope, col = 'wallet_id'): string => ('all' in s ? 'true' : `${col} IN (SELECT wallet_id FROM ${s.table})`);
 
+const positionsOf = (s: WalletScope) => ('all' in s ? 'a_positions' : (s.positions ?? 'a_positions'));
+const fillLegsOf = (s: WalletScope) => ('all' in s ? 'a_legs' : (s.fillLegs ?? 'a_legs'));
+const holdsOf = (s: WalletScope) => ('all' in s ? 'a_holds' : (s.holds ?? 'a_holds'));
+
 /** Median fill notional per wallet, over fill legs (the one per-wallet figure that needs every leg). */
 function medianFillSql(scope: WalletScope, T: string): string {
-  return `SELECT wallet_id, median(size_usdc) AS median_fill_usdc FROM a_legs
+  return `SELECT wallet_id, median(size_usdc) AS median_fill_usdc FROM ${fillLegsOf(scope)}
     WHERE kind IN (1, 2) AND ts <= ${T} AND ${scopeSql(scope)} GROUP BY wallet_id`;
 }
 
 export function featuresSql(asOf: AsOf, scope: WalletScope): string {
   const T = tsLiteral(asOf);
-  return `WITH p AS (SELECT * FROM a_positions WHERE trades > 0 AND ${scopeSql(scope)}),
+  return `WITH p AS (SELECT * FROM ${positionsOf(scope)} WHERE trades > 0 AND ${scopeSql(scope)}),
     f AS (
       SELECT wallet_id, sum(volume_usdc) AS lifetime_volume_usdc, sum(trades)::INTEGER AS trade_count,
         count(DISTINCT market_id)::INTEGER AS markets_traded, min(first_fill_ts) AS first_trade_at, max(last_fill_ts) AS last_trade_at,
@@ -57,7 +65,7 @@ export function alphaSql(scope: WalletScope): string {
       round(100 * sum(a1_num) / nullif(sum(a1_den), 0), 9) AS alpha_1h_cents, sum(a1_n)::BIGINT AS n_alpha_1h,
       round(100 * sum(a24_num) / nullif(sum(a24_den), 0), 9) AS alpha_24h_cents, sum(a24_n)::BIGINT AS n_alpha_24h,
       round(100 * sum(ares_num) / nullif(sum(ares_den), 0), 9) AS alpha_res_cents, sum(ares_n)::BIGINT AS n_alpha_res
-    FROM a_positions WHERE trades > 0 AND ${scopeSql(scope)} GROUP BY wallet_id`;
+    FROM ${positionsOf(scope)} WHERE trades > 0 AND ${scopeSql(scope)} GROUP BY wallet_id`;
 }
 
 export function pnlSql(scope: WalletScope): string {
@@ -66,7 +74,7 @@ export function pnlSql(scope: WalletScope): string {
       count(*) FILTER (WHERE pnl_label = 'WON')::INTEGER AS won, count(*) FILTER (WHERE pnl_label = 'LOST')::INTEGER AS lost,
       count(*) FILTER (WHERE status = 'REDEEMABLE')::INTEGER AS redeemable_positions,
       count(*) FILTER (WHERE NOT resolved AND shares > 0)::INTEGER AS open_positions
-    FROM a_positions WHERE ${scopeSql(scope)} GROUP BY wallet_id`;
+    FROM ${positionsOf(scope)} WHERE ${scopeSql(scope)} GROUP BY wallet_id`;
 }
 
 /**
@@ -78,7 +86,7 @@ export function calibrationSql(scope: WalletScope): string {
       SELECT wallet_id, count(*) AS n_positions, count(DISTINCT market_id) AS n_markets,
         ${CALIBRATION_AGGREGATES_SQL},
         sum(p * (1 - p)) AS calibration_variance
-      FROM (${calibrationInputsSql(`(SELECT * FROM a_positions WHERE ${scopeSql(scope)})`)}) GROUP BY wallet_id)
+      FROM (${calibrationInputsSql(`(SELECT * FROM ${positionsOf(scope)} WHERE ${scopeSql(scope)})`)}) GROUP BY wallet_id)
     SELECT *, ${SKILL_DEVIATE_SQL} AS skill_deviate,
       n_markets >= ${MIN_RESOLVED_MARKETS} AS calibration_ranked
     FROM c`;
@@ -87,7 +95,7 @@ export function calibrationSql(scope: WalletScope): string {
 export function styleSql(asOf: AsOf, scope: WalletScope): string {
   const T = tsLiteral(asOf);
   const thin = COPY_RULES.thinLiquidityUsd;
-  return `WITH p AS (SELECT * FROM a_positions WHERE trades > 0 AND ${scopeSql(scope)}),
+  return `WITH p AS (SELECT * FROM ${positionsOf(scope)} WHERE trades > 0 AND ${scopeSql(scope)}),
     med AS (${medianFillSql(scope, T)}),
     fills AS (
       SELECT p.wallet_id, sum(p.trades)::INTEGER AS n_fills, sum(p.n_taker) / sum(p.trades) AS taker_share,
@@ -100,7 +108,7 @@ export function styleSql(asOf: AsOf, scope: WalletScope): string {
       FROM markets mk LEFT JOIN splits s USING (wallet_id, market_id) GROUP BY mk.wallet_id),
     holds AS (
       SELECT wallet_id, count(*)::INTEGER AS n_closed_holds, quantile_cont(hold_hours, 0.5) AS median_hold_hours
-      FROM a_holds WHERE end_ts IS NOT NULL AND ${scopeSql(scope)} GROUP BY wallet_id)
+      FROM ${holdsOf(scope)} WHERE end_ts IS NOT NULL AND ${scopeSql(scope)} GROUP BY wallet_id)
     SELECT f.wallet_id, f.n_fills, f.taker_share::DOUBLE AS taker_share, md.median_fill_usdc::DOUBLE AS median_clip_usd,
       t.two_sided_share::DOUBLE AS two_sided_share, f.thin_fill_share::DOUBLE AS thin_fill_share,
       coalesce(h.n_closed_holds, 0)::INTEGER AS n_closed_holds, h.median_hold_hours::DOUBLE AS median_hold_hours
@@ -115,7 +123,7 @@ export function categorySql(asOf: AsOf, scope: WalletScope): string {
   const T = tsLiteral(asOf);
   return `WITH cat_inputs AS (
       SELECT wallet_id, category, market_id, p, o
-      FROM (${calibrationInputsSql(`(SELECT * FROM a_positions WHERE ${scopeSql(scope)})`)}) WHERE category IS NOT NULL AND resolved_at <= ${T}),
+      FROM (${calibrationInputsSql(`(SELECT * FROM ${positionsOf(scope)} WHERE ${scopeSql(scope)})`)}) WHERE category IS NOT NULL AND resolved_at <= ${T}),
     cat_cal AS (
       SELECT wallet_id, category, count(*)::INTEGER AS n_positions, count(DISTINCT market_id)::INTEGER AS n_markets,
         ${CALIBRATION_AGGREGATES_SQL}
