@@ -140,6 +140,7 @@ const refreshLoop = (async () => {
 
 // the reader: uncached presets and in-memory custom rankings, tagged with whether a refresh was running
 const probes: { kind: 'preset' | 'custom'; ms: number; during: boolean; asOf: string }[] = [];
+const probeErrors: string[] = [];
 const customs = [
   'weights=calibration:0.6,alpha_24h:0.4&limit=50',
   'weights=realized_pnl:1,sharpe:1&active_within_days=30&limit=50',
@@ -152,11 +153,20 @@ const probeLoop = (async () => {
     const path = preset ? `/v1/rankings/preset/${PRESETS[(i >> 1) % PRESETS.length]!.slug}?limit=50` : `/v1/rankings?${customs[(i >> 1) % customs.length]}`;
     const during = refreshing;
     const t = performance.now();
-    const res = await fetch(`${base}${path}`, { headers: bearer });
-    const body = (await res.json()) as { as_of?: string; error?: { message: string } };
+    // a failed request (a reset keep-alive connection, a non-200) is counted and reported, and the run goes on
+    let res: Response;
+    let body: { as_of?: string; error?: { message: string } };
+    try {
+      res = await fetch(`${base}${path}`, { headers: bearer });
+      body = (await res.json()) as typeof body;
+    } catch (e) {
+      probeErrors.push(`${path}: ${(e as Error).message}${(e as { cause?: Error }).cause ? ` (${(e as { cause?: Error }).cause!.message})` : ''}`);
+      res = new Response(null, { status: 599 });
+      body = {};
+    }
     const ms = performance.now() - t;
-    if (res.status !== 200) throw new Error(`${path}: ${res.status} ${body.error?.message}`);
-    probes.push({ kind: preset ? 'preset' : 'custom', ms, during: during || refreshing, asOf: body.as_of ?? '' });
+    if (res.status === 200) probes.push({ kind: preset ? 'preset' : 'custom', ms, during: during || refreshing, asOf: body.as_of ?? '' });
+    else if (res.status !== 599) probeErrors.push(`${path}: ${res.status} ${body.error?.message}`);
     i++;
     await new Promise((r) => setTimeout(r, a['probe-ms']));
   }
@@ -226,6 +236,7 @@ const out = {
   tail_fills: tail.stats().fills,
   versions_published: publishes.length,
   refresh_errors: refreshErrors,
+  probe_errors: { count: probeErrors.length, first: probeErrors.slice(0, 5) },
   final_refresh_error: finalRefreshError,
   warmup_refreshes: warmups,
   refresh_seconds: stats(refreshes),

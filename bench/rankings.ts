@@ -1,6 +1,7 @@
 /**
  * Benchmark: preset and custom rankings over a 2.8M-wallet cohort.
  *   npm run bench:rankings -- [--source var/demo-analytics.duckdb] [--copies 28] [--runs 40]
+ * (a full-scale build serves as is: --source var/bench-venue-w2800000/bench.duckdb --copies 1)
  * The cohort is the demo venue's analytics build (100k wallets, from `npm run analytics:build -- --venue <demo dir>
  * --db var/demo-analytics.duckdb`) replicated `copies` times with fresh wallet ids and addresses, so the ranking
  * path (boards, gate counts, row assembly) runs at full scale without the full-scale build. Prints the board build
@@ -35,6 +36,8 @@ await conn.run(`CREATE TABLE a_rank_base AS SELECT * REPLACE (
     CASE WHEN k = 0 THEN user_key ELSE user_key || ':' || k END AS user_key,
     CASE WHEN k = 0 THEN linked_user_id ELSE linked_user_id || ':' || k END AS linked_user_id)
   FROM src.a_rank_base, range(${copies}) t(k) ORDER BY wallet_id`);
+// as writeRankBase leaves it: indexed on wallet_id (a custom ranking's page rows are point lookups)
+await conn.run(`CREATE INDEX a_rank_base_wallet ON a_rank_base (wallet_id)`);
 await conn.run(`CREATE TABLE wallets AS SELECT wallet_id, address, username, pseudonym, profile_image, verified FROM a_rank_base`);
 await conn.run(`CREATE TABLE a_wallet_metrics AS SELECT * FROM a_rank_base LIMIT 0`);
 await conn.run(`CREATE TABLE wallet_links AS SELECT wallet_id, linked_user_id AS user_id FROM a_rank_base WHERE linked_user_id IS NOT NULL`);

@@ -297,8 +297,10 @@ export async function refreshClusters(db: QueryRunner, from: ClusterMark, to: Cl
   const count = async (sql: string) => Number((await db.all<{ n: number }>(`SELECT count(*)::INTEGER AS n FROM (${sql})`))[0]?.n ?? 0);
 
   // C: wallets with a new visible fill leg, and those legs' moments
-  await db.run(`CREATE OR REPLACE TEMP TABLE cl_new AS SELECT wallet_id, (${legs.isMaker})::INTEGER AS maker, ${k} AS k FROM ${legs.from}
-    WHERE ${visible} AND ((seq > ${from.watermark} AND seq <= ${to.watermark}) OR ts > ${Told})`);
+  // (two disjoint reads: the arrivals are a seq range, which zone maps find; then the older rows stamped after T_old)
+  const newLegs = (cond: string) => `SELECT wallet_id, (${legs.isMaker})::INTEGER AS maker, ${k} AS k FROM ${legs.from} WHERE ${visible} AND ${cond}`;
+  await db.run(`CREATE OR REPLACE TEMP TABLE cl_new AS ${newLegs(`seq > ${from.watermark} AND seq <= ${to.watermark}`)}`);
+  await db.run(`INSERT INTO cl_new ${newLegs(`seq <= ${from.watermark} AND ts > ${Told}`)}`);
   await db.run(`CREATE OR REPLACE TEMP TABLE cl_c AS
     SELECT d.wallet_id, coalesce(w.legs, 0) + d.legs AS legs, coalesce(w.makers, 0) + d.makers AS makers,
       coalesce(${eligibleExpr('w.legs', 'w.makers', rules)}, false) AS was
@@ -313,10 +315,12 @@ export async function refreshClusters(db: QueryRunner, from: ClusterMark, to: Cl
   await db.run(`CREATE OR REPLACE TEMP TABLE cl_touched AS SELECT DISTINCT ${cellOf('k', rules)} AS cell FROM cl_new
     ${anyFlip ? `UNION SELECT DISTINCT ${cellOf(`(${k})`, rules)} FROM ${legs.from} SEMI JOIN ${flipped} USING (wallet_id) WHERE ${visible}` : ''}`);
   // every moment in `cells` of the eligible wallets (`wallets` narrows them; token sides prefilter the scan)
-  const momentsIn = (cells: string, wallets = eligibleWallets) => `SELECT wallet_id, k, ${cellOf('k', rules)} AS cell FROM (
-      SELECT DISTINCT wallet_id, ${k} AS k FROM ${legs.from} SEMI JOIN ${wallets} USING (wallet_id)
-      WHERE ${visible} AND (market_id::BIGINT * 2 + outcome_index) * 2 + (${legs.isBuy})::INTEGER IN (SELECT DISTINCT cell // ${TWO32} FROM ${cells}))
-    WHERE ${cellOf('k', rules)} IN (SELECT cell FROM ${cells})`;
+  // (filters on plain columns first: the markets of the cells, then the cells, then eligibility; DISTINCT last)
+  const momentsIn = (cells: string, wallets = eligibleWallets) => `SELECT DISTINCT wallet_id, k, cell FROM (
+      SELECT wallet_id, k, ${cellOf('k', rules)} AS cell FROM (
+        SELECT wallet_id, ${k} AS k FROM ${legs.from}
+        WHERE ${visible} AND market_id IN (SELECT DISTINCT cell // ${TWO32} // 4 FROM ${cells})))
+    WHERE cell IN (SELECT cell FROM ${cells}) AND wallet_id IN ${wallets}`;
   await db.run(`CREATE OR REPLACE TEMP TABLE cl_touched_m AS ${momentsIn('cl_touched')}`);
   // crowd status now vs in the state; the state follows
   await db.run(`CREATE OR REPLACE TEMP TABLE cl_status AS
