@@ -90,7 +90,8 @@ engine.on('published', (p, r) => {
   const wallMs = Date.now();
   const rec = { p, wallMs, seconds: r.total_seconds, steps: r.seconds, rankerMs: null as number | null, cpuMs: 0 };
   publishes.push(rec);
-  process.stderr.write(`  v${p.version}: refresh ${r.total_seconds.toFixed(1)} s ${JSON.stringify(r.seconds)}\n`);
+  const counts = 'new_legs' in r ? ` legs ${r.new_legs}, positions ${r.positions}, wallets ${r.wallets} (marks ${r.mark_wallets})` : '';
+  process.stderr.write(`  v${p.version}: refresh ${r.total_seconds.toFixed(1)} s${counts} ${JSON.stringify(r.seconds)}\n`);
   if (r.ranker) {
     rankers.adopt(p.version, r.ranker);
     rec.rankerMs = Date.now();

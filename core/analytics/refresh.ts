@@ -14,7 +14,8 @@
  *     its token's holders' daily returns are recomputed when it falls in a completed day;
  *  5. tokens whose latest mid moved: their positions' marks and unrealized P&L (no restream), for the wallets holding
  *     shares of them in a market not resolved;
- *  6. wallets of any of these: their per-wallet rows; and every wallet's cohort-wide figures;
+ *  6. wallets of any of these: their per-wallet rows (a wallet whose only change is a mark: its P&L row); and every
+ *     wallet's cohort-wide figures;
  *  7. risk: each completed day that passed closes (risk.ts dayCloseSql); a late row stamped in a completed day
  *     recomputes its wallet's days through the position stream; the statistics follow.
  *  8. clusters: the pairs of wallets whose moments or cells changed (clusters.ts refreshClusters says why exactly).
@@ -45,7 +46,7 @@ import type { MidIndex } from './mid-index.ts';
 import { tokenOf } from './mid-index.ts';
 import { ALPHA_HORIZON_US, DAY_US, PositionStream } from './position-stream.ts';
 import { DAY_VALUES_DDL, RISK_WINDOW_DAYS, dayCloseSql, dayCloseTokensSql, pruneRiskDailySql, riskStatsSql, riskWindow } from './risk.ts';
-import type { WalletScope } from './wallets.ts';
+import { pnlSql, type WalletScope } from './wallets.ts';
 
 /** What a state is as of: the venue clock T and the last arrival batch seen. */
 export interface StateMark {
@@ -325,18 +326,26 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     await db.run(`CREATE OR REPLACE TEMP TABLE dirty_wallets AS SELECT DISTINCT wallet_id FROM (
         SELECT wallet_id FROM dirty_pos UNION ALL SELECT wallet_id FROM late_wallets
         ${markWallets > 0 ? 'UNION ALL SELECT wallet_id FROM mark_wallets' : ''})`);
-    // their positions, fill legs and holds, read once (each statement would otherwise scan the whole tables)
-    const inScope = `wallet_id IN (SELECT wallet_id FROM dirty_wallets)`;
+    // a wallet whose only change is a moved mark changes only its unrealized P&L (a_pnl); the others get every
+    // per-wallet row again, from their positions, fill legs and holds read once (each statement would otherwise scan
+    // the whole tables)
+    await db.run(`CREATE OR REPLACE TEMP TABLE full_wallets AS SELECT DISTINCT wallet_id FROM (SELECT wallet_id FROM dirty_pos UNION ALL SELECT wallet_id FROM late_wallets)`);
+    const inScope = `wallet_id IN (SELECT wallet_id FROM full_wallets)`;
     await db.run(`CREATE OR REPLACE TEMP TABLE scoped_positions AS SELECT * FROM a_positions WHERE ${inScope}`);
     await db.run(`CREATE OR REPLACE TEMP TABLE scoped_fill_legs AS SELECT wallet_id, kind, ts, size_usdc FROM ${LEGS_TABLE} WHERE kind IN (1, 2) AND ${inScope}`);
     await db.run(`CREATE OR REPLACE TEMP TABLE scoped_holds AS SELECT * FROM a_holds WHERE ${inScope}`);
-    const scope: WalletScope = { table: 'dirty_wallets', positions: 'scoped_positions', fillLegs: 'scoped_fill_legs', holds: 'scoped_holds' };
+    const scope: WalletScope = { table: 'full_wallets', positions: 'scoped_positions', fillLegs: 'scoped_fill_legs', holds: 'scoped_holds' };
     for (const s of walletTableStatements(to.asOf, scope)) {
-      await db.run(`DELETE FROM ${s.table} WHERE wallet_id IN (SELECT wallet_id FROM dirty_wallets)`);
+      await db.run(`DELETE FROM ${s.table} WHERE ${inScope}`);
       await db.run(`INSERT INTO ${s.table} SELECT * FROM (${s.select})`);
     }
-    await db.run(`DELETE FROM a_best_category WHERE wallet_id IN (SELECT wallet_id FROM dirty_wallets)`);
-    await db.run(`INSERT INTO a_best_category ${BEST_CATEGORY_SQL} AND wallet_id IN (SELECT wallet_id FROM dirty_wallets)`);
+    await db.run(`DELETE FROM a_best_category WHERE ${inScope}`);
+    await db.run(`INSERT INTO a_best_category ${BEST_CATEGORY_SQL} AND ${inScope}`);
+    if (markWallets > 0) {
+      await db.run(`CREATE OR REPLACE TEMP TABLE mark_only AS SELECT wallet_id FROM mark_wallets EXCEPT SELECT wallet_id FROM full_wallets`);
+      await db.run(`DELETE FROM a_pnl WHERE wallet_id IN (SELECT wallet_id FROM mark_only)`);
+      await db.run(`INSERT INTO a_pnl SELECT * FROM (${pnlSql({ table: 'mark_only' })})`);
+    }
     const [c] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM dirty_wallets`);
     return Number(c?.n ?? 0);
   });
