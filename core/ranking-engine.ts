@@ -18,6 +18,8 @@ import type { AsOf, ColumnarRunner } from './query.ts';
 import { SMART_MONEY_TAGS } from './tags.ts';
 
 const DAY_US = 86_400_000_000;
+/** Up to this many rows, page percentiles are counted in row order (pagePercentiles); beyond, by walking the orders. */
+const PAGE_PASS_MAX_ROWS = 2048;
 
 /** SQL (a SELECT over a_rank_base) of every column the engine reads, in wallet order. */
 export function rankingColumnsSql(base = 'a_rank_base', where = 'true'): string {
@@ -352,6 +354,9 @@ export class RankingEngine {
 
   /** Percentiles of `rows` (within the gated mask) for each metric, NaN where not measured. */
   private rowPercentiles(mask: Uint8Array, rows: ArrayLike<number>, metrics: readonly MetricId[]): Partial<Record<MetricId, Float64Array>> {
+    // a page: count, in row order, the gated values below (above) each of the page's values — sequential reads,
+    // where walking a metric's order reads every row at random; a board slice (many rows) walks the order once
+    if (rows.length <= PAGE_PASS_MAX_ROWS) return Object.fromEntries(metrics.map((id) => [id, this.pagePercentiles(id, mask, rows)]));
     this.slot ??= new Int32Array(this.cols.n).fill(-1);
     const slot = this.slot;
     for (let k = 0; k < rows.length; k++) slot[rows[k]!] = k;
@@ -364,6 +369,67 @@ export class RankingEngine {
       }
     } finally {
       for (let k = 0; k < rows.length; k++) slot[rows[k]!] = -1;
+    }
+    return out;
+  }
+
+  /**
+   * The percentile of each of `rows` for one metric, as `percentiles` computes it (percent_rank within the gated
+   * measured rows: the count of those strictly before the row's value in the metric's direction, over n - 1), by one
+   * pass in row order over the gated rows with a binary search among the page's distinct values.
+   */
+  private pagePercentiles(id: MetricId, mask: Uint8Array, rows: ArrayLike<number>): Float64Array {
+    const val = this.cols.value[id];
+    const measured = this.cols.measured[id];
+    const out = new Float64Array(rows.length).fill(Number.NaN);
+    const ok = (i: number) => measured[i] === 1 && val[i] === val[i];
+    const wanted: number[] = [];
+    for (let k = 0; k < rows.length; k++) if (ok(rows[k]!)) wanted.push(val[rows[k]!]!);
+    if (!wanted.length) return out;
+    // distinct page values ascending (-0 and 0 are one value, as in the walk)
+    const th = Float64Array.from(new Set(wanted.map((v) => (v === 0 ? 0 : v)))).sort();
+    const t = th.length;
+    // at[j]: gated values whose first page value >= them is th[j] (j = t: above every page value)
+    const at = new Float64Array(t + 1);
+    const equal = new Float64Array(t);
+    let n = 0;
+    for (let i = 0; i < mask.length; i++) {
+      if (!mask[i] || measured[i] !== 1) continue;
+      const v = val[i]!;
+      if (v !== v) continue;
+      n++;
+      let lo = 0;
+      let hi = t;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (th[mid]! < v) lo = mid + 1;
+        else hi = mid;
+      }
+      if (lo < t && th[lo] === v) equal[lo]!++;
+      else at[lo]!++;
+    }
+    // below[j] = gated values < th[j]; above[j] = gated values > th[j]
+    const below = new Float64Array(t);
+    let acc = 0;
+    for (let j = 0; j < t; j++) {
+      acc += at[j]!;
+      below[j] = acc;
+      acc += equal[j]!;
+    }
+    const higherBetter = METRICS[id].better === 'higher';
+    for (let k = 0; k < rows.length; k++) {
+      const r = rows[k]!;
+      if (!mask[r] || !ok(r)) continue;
+      const v = val[r]!;
+      let lo = 0;
+      let hi = t - 1;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (th[mid]! < v) lo = mid + 1;
+        else hi = mid;
+      }
+      const rank = higherBetter ? below[lo]! : n - below[lo]! - equal[lo]!;
+      out[k] = n === 1 ? 100 : (100 * rank) / (n - 1);
     }
     return out;
   }
