@@ -314,13 +314,13 @@ export async function refreshClusters(db: QueryRunner, from: ClusterMark, to: Cl
   const anyFlip = (await count(flipped)) > 0;
   await db.run(`CREATE OR REPLACE TEMP TABLE cl_touched AS SELECT DISTINCT ${cellOf('k', rules)} AS cell FROM cl_new
     ${anyFlip ? `UNION SELECT DISTINCT ${cellOf(`(${k})`, rules)} FROM ${legs.from} SEMI JOIN ${flipped} USING (wallet_id) WHERE ${visible}` : ''}`);
-  // every moment in `cells` of the eligible wallets (`wallets` narrows them; token sides prefilter the scan)
+  // every moment in `cells` of the eligible wallets
   // (filters on plain columns first: the markets of the cells, then the cells, then eligibility; DISTINCT last)
-  const momentsIn = (cells: string, wallets = eligibleWallets) => `SELECT DISTINCT wallet_id, k, cell FROM (
+  const momentsIn = (cells: string) => `SELECT DISTINCT wallet_id, k, cell FROM (
       SELECT wallet_id, k, ${cellOf('k', rules)} AS cell FROM (
         SELECT wallet_id, ${k} AS k FROM ${legs.from}
         WHERE ${visible} AND market_id IN (SELECT DISTINCT cell // ${TWO32} // 4 FROM ${cells})))
-    WHERE cell IN (SELECT cell FROM ${cells}) AND wallet_id IN ${wallets}`;
+    WHERE cell IN (SELECT cell FROM ${cells}) AND wallet_id IN ${eligibleWallets}`;
   await db.run(`CREATE OR REPLACE TEMP TABLE cl_touched_m AS ${momentsIn('cl_touched')}`);
   // crowd status now vs in the state; the state follows
   await db.run(`CREATE OR REPLACE TEMP TABLE cl_status AS

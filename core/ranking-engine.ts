@@ -43,6 +43,24 @@ export function categoriesListSql(base = 'a_rank_base', where = 'true'): string 
   return `(SELECT coalesce(list(DISTINCT best_category ORDER BY best_category), []) FROM ${base} WHERE best_category IS NOT NULL AND trade_count > 0 AND (${where}))`;
 }
 
+/** The first index in sorted[0, n) whose value is not below v (n when none). */
+export function lowerBound(sorted: ArrayLike<number>, v: number, n = sorted.length): number {
+  let lo = 0;
+  let hi = n;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid]! < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The index of v in a sorted array of distinct values, or -1. */
+export function indexOfSorted(sorted: ArrayLike<number>, v: number): number {
+  const i = lowerBound(sorted, v);
+  return i < sorted.length && sorted[i] === v ? i : -1;
+}
+
 /**
  * User codes of rows in wallet order: rows of one linked user share a code (the row of its first wallet); every
  * other row is its own user (code = its row). Only equality of codes matters to the engine.
@@ -50,17 +68,7 @@ export function categoriesListSql(base = 'a_rank_base', where = 'true'): string 
 export function userCodes(walletId: Int32Array, links: ReadonlyMap<number, string>): Int32Array {
   const code = new Int32Array(walletId.length);
   for (let i = 0; i < code.length; i++) code[i] = i;
-  const rowOf = (w: number) => {
-    let lo = 0;
-    let hi = walletId.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      if (walletId[mid] === w) return mid;
-      if (walletId[mid]! < w) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return -1;
-  };
+  const rowOf = (w: number) => indexOfSorted(walletId, w);
   const first = new Map<string, number>();
   const rows = [...links].map(([w, u]) => [rowOf(w), u] as const).filter(([r]) => r >= 0).sort((a, b) => a[0] - b[0]);
   for (const [r, u] of rows) {
@@ -158,18 +166,9 @@ export class RankingEngine {
 
   /** The row of a wallet (binary search: rows are in wallet order), or -1. */
   rowOf(walletId: number): number {
-    const w = this.cols.walletId;
-    let lo = 0;
-    let hi = this.cols.n - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      const v = w[mid]!;
-      if (v === walletId) return mid;
-      if (v < walletId) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return -1;
+    return indexOfSorted(this.cols.walletId, walletId);
   }
+
 
   /** Rows in the cohort (1) before the gates (in the scratch mask); `gates` then keeps those passing every gate. */
   private cohort(cfg: RankingConfig, asOfUs: number): Uint8Array {
@@ -398,13 +397,7 @@ export class RankingEngine {
       const v = val[i]!;
       if (v !== v) continue;
       n++;
-      let lo = 0;
-      let hi = t;
-      while (lo < hi) {
-        const mid = (lo + hi) >> 1;
-        if (th[mid]! < v) lo = mid + 1;
-        else hi = mid;
-      }
+      const lo = lowerBound(th, v);
       if (lo < t && th[lo] === v) equal[lo]!++;
       else at[lo]!++;
     }
@@ -420,14 +413,7 @@ export class RankingEngine {
     for (let k = 0; k < rows.length; k++) {
       const r = rows[k]!;
       if (!mask[r] || !ok(r)) continue;
-      const v = val[r]!;
-      let lo = 0;
-      let hi = t - 1;
-      while (lo < hi) {
-        const mid = (lo + hi) >> 1;
-        if (th[mid]! < v) lo = mid + 1;
-        else hi = mid;
-      }
+      const lo = lowerBound(th, val[r]!); // a page value: present in th
       const rank = higherBetter ? below[lo]! : n - below[lo]! - equal[lo]!;
       out[k] = n === 1 ? 100 : (100 * rank) / (n - 1);
     }
@@ -507,14 +493,7 @@ export function sortedMeasured(measured: Uint8Array, value: Float64Array): Int32
   const idx = new Int32Array(n);
   for (let i = 0; i < measured.length; i++) {
     if (!ok(i)) continue;
-    const v = value[i]!;
-    let lo = 0;
-    let hi = n;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (keys[mid]! < v) lo = mid + 1;
-      else hi = mid;
-    }
+    const lo = lowerBound(keys, value[i]!);
     idx[lo + taken[lo]!++] = i;
   }
   return idx;

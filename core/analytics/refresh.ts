@@ -323,13 +323,12 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
 
   // --- per-wallet rows of every wallet touched
   const wallets = await timed('wallets', async () => {
-    await db.run(`CREATE OR REPLACE TEMP TABLE dirty_wallets AS SELECT DISTINCT wallet_id FROM (
-        SELECT wallet_id FROM dirty_pos UNION ALL SELECT wallet_id FROM late_wallets
-        ${markWallets > 0 ? 'UNION ALL SELECT wallet_id FROM mark_wallets' : ''})`);
-    // a wallet whose only change is a moved mark changes only its unrealized P&L (a_pnl); the others get every
-    // per-wallet row again, from their positions, fill legs and holds read once (each statement would otherwise scan
-    // the whole tables)
+    // a wallet whose only change is a moved mark changes only its unrealized P&L (a_pnl); the others (full_wallets)
+    // get every per-wallet row again, from their positions, fill legs and holds read once (each statement would
+    // otherwise scan the whole tables)
     await db.run(`CREATE OR REPLACE TEMP TABLE full_wallets AS SELECT DISTINCT wallet_id FROM (SELECT wallet_id FROM dirty_pos UNION ALL SELECT wallet_id FROM late_wallets)`);
+    await db.run(`CREATE OR REPLACE TEMP TABLE dirty_wallets AS SELECT wallet_id FROM full_wallets
+        ${markWallets > 0 ? 'UNION SELECT wallet_id FROM mark_wallets' : ''}`);
     const inScope = `wallet_id IN (SELECT wallet_id FROM full_wallets)`;
     await db.run(`CREATE OR REPLACE TEMP TABLE scoped_positions AS SELECT * FROM a_positions WHERE ${inScope}`);
     await db.run(`CREATE OR REPLACE TEMP TABLE scoped_fill_legs AS SELECT wallet_id, kind, ts, size_usdc FROM ${LEGS_TABLE} WHERE kind IN (1, 2) AND ${inScope}`);
@@ -367,11 +366,11 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     await db.run(`DELETE FROM a_wallet_metrics`);
     await db.run(`INSERT INTO a_wallet_metrics SELECT * FROM (${walletMetricsSql(sharpMinDeviate)}) ORDER BY wallet_id`);
   });
-  await db.run(`CREATE OR REPLACE TEMP TABLE clusters_before AS SELECT * FROM a_clusters`);
-  await timed('clusters', () => refreshClusters(db, from, to, CLUSTER_RULES, A_LEGS));
-  // the rank base rows that change (every one when a day closed: the risk window moved for all): wallets with new
-  // per-wallet rows, a changed cluster or link, or a sharp tag that the moved cutoff turns on or off
+  // the ranking engine is patched unless a day closed (the risk window moved for every wallet) or there is no previous
+  // one; the patch needs the clusters as they were, to tell whose changed
   const patchable = opts.previous !== undefined && daysClosed === 0;
+  if (patchable) await db.run(`CREATE OR REPLACE TEMP TABLE clusters_before AS SELECT * FROM a_clusters`);
+  await timed('clusters', () => refreshClusters(db, from, to, CLUSTER_RULES, A_LEGS));
   if (patchable) {
     await db.run(`CREATE OR REPLACE TEMP TABLE rank_changed AS ${rankChangedSql(cutoffBefore, sharpMinDeviate)}`);
   }
