@@ -1,0 +1,136 @@
+/**
+ * Benchmark (diagnostic): where one refresh spends its time, statement by statement, at any scale. Optionally lets
+ * the live tail append --tail-seconds of fills first (committed), then runs --runs refreshes from the committed
+ * state to the newest batch, each inside a transaction that is rolled back (the same refresh can be timed again
+ * after a change) unless --commit. Prints every statement that took ≥ --min-ms, the per-step seconds, and the
+ * slowest statements; --explain REGEX runs the statements matching it under EXPLAIN ANALYZE and prints their plans.
+ *
+ *   npm run bench:refresh-profile -- --db var/bench-venue-w2800000/bench.duckdb --wallets 2800000 --days 120 --seed 1
+ *        [--tail-seconds 60] [--rate 68] [--runs 1] [--commit] [--no-previous] [--memory-limit 8GB] [--explain REGEX]
+ * A bench venue ends a second before midnight: the first refresh closes a day for every open risk position; run it
+ * once with --tail-seconds 2 --commit, then profile.
+ */
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { loadMids } from '../core/analytics/build.ts';
+import { refresh, venueWatermark } from '../core/analytics/refresh.ts';
+import type { ColumnarRunner } from '../core/query.ts';
+import { loadRankingEngine } from '../core/ranking-engine.ts';
+import { ensureWalletLinks } from '../core/rankings.ts';
+import { openDuckDB, queryRows } from '../data/duckdb.ts';
+import { DEFAULT_END } from '../data/generator/config.ts';
+import { DEMO_VENUE, REAL_MARKETS_CSV } from '../data/generator/defaults.ts';
+import { LiveTail } from '../data/live-tail/tail.ts';
+import { duckRunner } from '../data/runner.ts';
+import { createVenueViews, migrateVenue } from '../data/schema.ts';
+import { metricOrdersOffThread } from '../jobs/analytics/rank-orders.ts';
+
+const Args = z.object({
+  db: z.string().optional(),
+  wallets: z.coerce.number().int().min(50).default(DEMO_VENUE.wallets),
+  days: z.coerce.number().int().min(2).default(DEMO_VENUE.days),
+  seed: z.coerce.number().int().min(0).default(DEMO_VENUE.seed),
+  rate: z.coerce.number().positive().max(10_000).default(68),
+  'tail-seconds': z.coerce.number().min(0).default(0),
+  runs: z.coerce.number().int().min(1).default(1),
+  'min-ms': z.coerce.number().min(0).default(300),
+  'memory-limit': z.string().default('8GB'),
+  explain: z.string().optional(),
+  commit: z.boolean().default(false),
+  'no-previous': z.boolean().default(false),
+});
+const { values } = parseArgs({
+  options: {
+    ...Object.fromEntries(['db', 'wallets', 'days', 'seed', 'rate', 'tail-seconds', 'runs', 'min-ms', 'memory-limit', 'explain'].map((k) => [k, { type: 'string' as const }])),
+    commit: { type: 'boolean' },
+    'no-previous': { type: 'boolean' },
+  },
+});
+const a = Args.parse(values);
+const venue = { wallets: a.wallets, days: a.days, seed: a.seed, end: DEFAULT_END, realMarketsCsv: REAL_MARKETS_CSV };
+const dbPath = resolve(a.db ?? `var/demo-w${a.wallets}-d${a.days}-s${a.seed}/venue.duckdb`);
+const explain = a.explain ? new RegExp(a.explain) : null;
+
+const { instance, conn } = await openDuckDB({ path: dbPath, threads: 2, memoryLimit: a['memory-limit'] });
+await migrateVenue(conn);
+await createVenueViews(conn);
+const base = duckRunner(conn, instance);
+await ensureWalletLinks(base);
+
+if (a['tail-seconds'] > 0) {
+  const tail = await LiveTail.start(conn, venue, { ratePerSecond: a.rate, speed: 1 });
+  await new Promise((r) => setTimeout(r, a['tail-seconds'] * 1000));
+  await tail.stop();
+  process.stderr.write(`tail: ${tail.stats().fills} fills appended\n`);
+}
+
+// the state to refresh from, and the venue clock to refresh to (the newest row's stamp: the tail stopped there)
+const [m] = await queryRows<{ as_of: Date; watermark: number }>(conn, `SELECT as_of, watermark FROM a_meta`);
+const from = { asOf: new Date(m!.as_of), watermark: Number(m!.watermark) };
+const [last] = await queryRows<{ t: Date }>(conn, `SELECT greatest((SELECT max(ts) FROM fills), (SELECT as_of FROM a_meta)) AS t`);
+const to = { asOf: new Date(last!.t), watermark: await venueWatermark(base) };
+process.stderr.write(`from ${from.asOf.toISOString()} (batch ${from.watermark}) to ${to.asOf.toISOString()} (batch ${to.watermark})\n`);
+
+let t = performance.now();
+const previous = a['no-previous'] ? undefined : await loadRankingEngine(base, metricOrdersOffThread);
+if (previous) process.stderr.write(`previous engine loaded in ${((performance.now() - t) / 1000).toFixed(1)} s\n`);
+
+interface Stmt {
+  step: number;
+  ms: number;
+  sql: string;
+}
+const short = (sql: string) => sql.replace(/\s+/g, ' ').trim().slice(0, 220);
+
+for (let run = 0; run < a.runs; run++) {
+  t = performance.now();
+  const mids = await loadMids(base, from.watermark);
+  process.stderr.write(`run ${run + 1}: mids loaded in ${((performance.now() - t) / 1000).toFixed(1)} s\n`);
+  const stmts: Stmt[] = [];
+  let stepNo = 0;
+  const steps: [string, number][] = [];
+  const timed = <R>(sql: string, f: () => Promise<R>) => async (): Promise<R> => {
+    const t0 = performance.now();
+    const r = await f();
+    stmts.push({ step: stepNo, ms: performance.now() - t0, sql: short(sql) });
+    return r;
+  };
+  const db: ColumnarRunner = {
+    all: (sql, p) => timed(sql, () => base.all(sql, p))() as never,
+    run: async (sql, p) => {
+      if (explain?.test(sql)) {
+        const t0 = performance.now();
+        const rows = await base.all<{ explain_value: string }>(`EXPLAIN ANALYZE ${sql}`, p);
+        stmts.push({ step: stepNo, ms: performance.now() - t0, sql: short(sql) });
+        process.stdout.write(`\n--- EXPLAIN ANALYZE ${short(sql)}\n${rows.map((r) => r.explain_value).join('\n')}\n`);
+        return;
+      }
+      return timed(sql, () => base.run(sql, p))();
+    },
+    scan: (sql, f) => timed(sql, () => base.scan(sql, f))(),
+    stream: (sql, f) => timed(sql, () => base.stream(sql, f))(),
+    writer: (table, cols) => base.writer(table, cols),
+  };
+  await conn.run('BEGIN TRANSACTION');
+  t = performance.now();
+  const report = await refresh(db, mids, from, to, {
+    previous,
+    ordersOf: metricOrdersOffThread,
+    onStep: (name, s) => {
+      steps.push([name, s]);
+      stepNo++;
+    },
+  });
+  const total = (performance.now() - t) / 1000;
+  await conn.run(a.commit ? 'COMMIT' : 'ROLLBACK');
+  const stepName = (i: number) => steps[i]?.[0] ?? 'after';
+  console.log(`\n=== run ${run + 1}: ${total.toFixed(1)} s; legs ${report.new_legs}, positions ${report.positions}, wallets ${report.wallets} (marks ${report.mark_wallets}), days closed ${report.days_closed}`);
+  console.log(`steps: ${steps.map(([n, s]) => `${n} ${s.toFixed(1)}`).join(', ')}`);
+  for (const s of stmts) if (s.ms >= a['min-ms']) console.log(`  [${stepName(s.step)}] ${(s.ms / 1000).toFixed(2)} s  ${s.sql}`);
+  console.log('slowest:');
+  for (const s of [...stmts].sort((x, y) => y.ms - x.ms).slice(0, 12)) console.log(`  [${stepName(s.step)}] ${(s.ms / 1000).toFixed(2)} s  ${s.sql}`);
+  if (a.commit) break;
+}
+conn.closeSync();
+instance.closeSync();
