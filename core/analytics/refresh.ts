@@ -69,6 +69,10 @@ export interface RefreshReport {
   late_wallets: number;
 }
 
+/** The refresh's temporary working tables, dropped when it ends. */
+const REFRESH_WORK_TABLES = ['revalue', 'revalued', 'new_mids', 'late_mids', 'dirty_pos', 'mark_wallets', 'dirty_legs', 'late_legs', 'late_wallets', 'full_wallets',
+  'scoped_positions', 'scoped_fill_legs', 'scoped_holds', 'mark_only', 'clusters_before', 'rank_changed', 'day_values', 'day_legs', 'mark_tokens'];
+
 const us = (d: Date) => d.getTime() * 1000;
 const tsUs = (x: number) => `make_timestamp(${Math.round(x)}::BIGINT)`;
 
@@ -382,6 +386,9 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
   });
   await timed('boards', () => writeBoards(db, ranker, to.asOf));
   const cutoff = Number.isFinite(sharpMinDeviate) ? String(sharpMinDeviate) : 'NULL';
+  // the working tables live in the connection until dropped: at full scale they held gigabytes from one refresh to
+  // the next (dirty_wallets stays: it is small and names the wallets this refresh recomputed)
+  for (const t of REFRESH_WORK_TABLES) await db.run(`DROP TABLE IF EXISTS ${t}`);
   const total = Number(((performance.now() - t0) / 1000).toFixed(3));
   await db.run(`UPDATE a_meta SET built_at = now(), sharp_min_deviate = ${cutoff}::DOUBLE, ranked_wallets = ${deviates.length}, refresh_seconds = ${total}`);
   return {
