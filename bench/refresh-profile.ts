@@ -24,6 +24,7 @@ import { DEMO_VENUE, REAL_MARKETS_CSV } from '../data/generator/defaults.ts';
 import { LiveTail } from '../data/live-tail/tail.ts';
 import { duckRunner } from '../data/runner.ts';
 import { createVenueViews, migrateVenue } from '../data/schema.ts';
+import { persisted } from '../jobs/analytics/engine.ts';
 import { metricOrdersOffThread } from '../jobs/analytics/rank-orders.ts';
 
 const Args = z.object({
@@ -65,9 +66,11 @@ if (a['tail-seconds'] > 0) {
   process.stderr.write(`tail: ${tail.stats().fills} fills appended\n`);
 }
 
-// the state to refresh from, and the venue clock to refresh to (the newest row's stamp: the tail stopped there)
-const [m] = await queryRows<{ as_of: Date; watermark: number }>(conn, `SELECT as_of, watermark FROM a_meta`);
-const from = { asOf: new Date(m!.as_of), watermark: Number(m!.watermark) };
+// the state to refresh from (migrated as the builder would), and the venue clock to refresh to (the newest row's
+// stamp: the tail stopped there)
+const state = await persisted(conn);
+if (!state) throw new Error(`no analytics state this engine can continue in ${dbPath}: run bench:analytics first`);
+const from = { asOf: state.asOf, watermark: state.watermark };
 const [last] = await queryRows<{ t: Date }>(conn, `SELECT greatest((SELECT max(ts) FROM fills), (SELECT as_of FROM a_meta)) AS t`);
 const to = { asOf: new Date(last!.t), watermark: await venueWatermark(base) };
 process.stderr.write(`from ${from.asOf.toISOString()} (batch ${from.watermark}) to ${to.asOf.toISOString()} (batch ${to.watermark})\n`);

@@ -394,8 +394,12 @@ async function explainCounts(db: QueryRunner, cfg: RankingConfig, asOf: AsOf, bo
  * user. Needs a_wallet_metrics, a_style, a_best_category, a_clusters and wallet_links (created empty if missing).
  */
 export function rankBaseSql(): string {
-  return `CREATE OR REPLACE TABLE a_rank_base AS
-    SELECT m.*, w.address, w.username, w.pseudonym, w.profile_image, w.verified,
+  return `CREATE OR REPLACE TABLE a_rank_base AS ${rankBaseSelectSql('true')} ORDER BY wallet_id`;
+}
+
+/** The rank-base rows of the wallets matching `where` (a condition on m.wallet_id). */
+function rankBaseSelectSql(where: string): string {
+  return `SELECT m.*, w.address, w.username, w.pseudonym, w.profile_image, w.verified,
       s.n_fills, s.median_clip_usd, s.two_sided_share, s.thin_fill_share, s.n_closed_holds, s.median_hold_hours,
       ${copiesBadlySql()} AS copies_badly,
       b.best_category, b.best_category_z, b.best_category_markets,
@@ -405,8 +409,7 @@ export function rankBaseSql(): string {
     FROM a_wallet_metrics m JOIN wallets w USING (wallet_id)
       LEFT JOIN a_style s USING (wallet_id) LEFT JOIN a_best_category b USING (wallet_id)
       LEFT JOIN a_clusters c USING (wallet_id) LEFT JOIN wallets cw ON cw.wallet_id = c.cluster_id LEFT JOIN wallet_links l USING (wallet_id)
-    WHERE m.trade_count > 0
-    ORDER BY wallet_id`;
+    WHERE m.trade_count > 0 AND ${where}`;
 }
 
 /**
@@ -417,6 +420,16 @@ export async function writeRankBase(db: QueryRunner): Promise<void> {
   await ensureWalletLinks(db);
   await db.run(rankBaseSql());
   await db.run(`CREATE INDEX a_rank_base_wallet ON a_rank_base (wallet_id)`);
+}
+
+/**
+ * Replace the rank-base rows of the wallets listed in `table` (a refresh: the rows it changed, refresh.ts
+ * rankChangedSql); every other row is a function of rows that did not change. The index follows the rows.
+ */
+export async function refreshRankBase(db: QueryRunner, table: string): Promise<void> {
+  await ensureWalletLinks(db);
+  await db.run(`DELETE FROM a_rank_base WHERE wallet_id IN (SELECT wallet_id FROM ${table})`);
+  await db.run(`INSERT INTO a_rank_base ${rankBaseSelectSql(`m.wallet_id IN (SELECT wallet_id FROM ${table})`)}`);
 }
 
 /** copyFlags() of core/trader/verdict.ts in SQL (any flag = copies badly), over a_wallet_metrics m and a_style s. */

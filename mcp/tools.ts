@@ -496,7 +496,8 @@ async function profileOf(ctx: ToolContext, address: string, build: Date | null):
   if (!build) return { ...base, metrics: null };
   const [t] = await ctx.db.all<{ n: number }>(`SELECT count(*)::INTEGER AS n FROM information_schema.tables WHERE table_name = 'a_rank_base'`);
   const [m] = await ctx.db.all<Record<string, unknown>>(
-    `SELECT m.*, ${Number(t?.n) > 0 ? '(SELECT cluster_size FROM a_rank_base rb WHERE rb.wallet_id = m.wallet_id)' : '1'} AS cluster_size
+    `SELECT m.*, ${Number(t?.n) > 0 ? '(SELECT cluster_size FROM a_rank_base rb WHERE rb.wallet_id = m.wallet_id)' : '1'} AS cluster_size,
+      (SELECT calibration_excess_z_pctile FROM a_wallet_pctiles pc WHERE pc.wallet_id = m.wallet_id) AS calibration_excess_z_pctile
     FROM a_wallet_metrics m WHERE m.wallet_id = ${Number(w.wallet_id)}`,
   );
   if (!m) return { ...base, metrics: null };

@@ -10,7 +10,7 @@
  *  stream        a_positions, a_holds, a_risk_daily, a_risk_pos (position-stream.ts, positions.ts, risk.ts)
  *  wallets       a_features, a_alpha, a_pnl, a_calibration, a_style, a_category, a_best_category (wallets.ts)
  *  risk          a_risk (risk.ts statistics over the window's rows)
- *  metrics       a_wallet_metrics (cohort.ts: tags, percentiles)
+ *  metrics       a_wallet_metrics, a_wallet_pctiles (cohort.ts: tags, percentiles)
  *  rankings      a_clusters, a_rank_base, a_board, a_board_meta (clusters.ts, rankings.ts)
  *  meta          a_meta (as_of, built_at, version, watermark)
  */
@@ -19,16 +19,37 @@ import { writeRankBase } from '../rankings.ts';
 import { scoreBoards, type OrdersOf, type RankingEngine } from '../ranking-engine.ts';
 import { sharpCutoff } from '../tags.ts';
 import { tsLiteral, type AsOf, type ColumnarRunner, type TableColumns, type ScanBatch } from '../query.ts';
-import { walletMetricsSql, RANKED_DEVIATES_SQL } from './cohort.ts';
+import { RANKED_DEVIATES_SQL, WALLET_PCTILE_COLUMNS, writeCohortSql } from './cohort.ts';
 import { LEGS_DDL, LEGS_ORDER, LEGS_TABLE, createLegsSql } from './legs.ts';
 import { MidIndex, tokenOf } from './mid-index.ts';
 import { HOLDS_COLUMNS, HOLDS_DDL, MARKS_DDL, POSITIONS_VIEW_DDL, POSITION_STATE_COLUMNS, POSITION_STATE_DDL } from './positions.ts';
 import { DAY_US, PositionStream, type LegBatch, type MarketFacts, type StreamSinks } from './position-stream.ts';
 import { RISK_DAILY_COLUMNS, RISK_DAILY_DDL, RISK_POSITIONS_COLUMNS, RISK_POSITIONS_DDL, RISK_WINDOW_DAYS, keepRiskDay, riskStatsSql } from './risk.ts';
-import { alphaSql, calibrationSql, categorySql, featuresSql, pnlSql, styleSql, type WalletScope } from './wallets.ts';
+import { alphaSql, calibrationSql, categorySql, featuresSql, medianFillSql, pnlSql, styleSql, type WalletScope } from './wallets.ts';
 
-/** Bumped when the shape of the a_* tables changes: a state of another schema is rebuilt, not refreshed. */
-export const ENGINE_SCHEMA = 1;
+/**
+ * Bumped when the shape of the a_* tables changes: a state of an older schema is migrated when ENGINE_MIGRATIONS has
+ * the steps from it, otherwise rebuilt.
+ */
+export const ENGINE_SCHEMA = 2;
+
+/**
+ * Migrations of a persisted state, by the schema they start from (each ends one schema later). A migration is run by
+ * the builder inside a transaction, so a state is either migrated or left as it was.
+ * - 1 -> 2: the percentiles leave a_wallet_metrics (and the rank base) for a_wallet_pctiles; a_wallet_metrics gets its
+ *   wallet index (a refresh replaces rows).
+ */
+export const ENGINE_MIGRATIONS: Record<number, readonly string[]> = {
+  1: [
+    `CREATE OR REPLACE TABLE a_wallet_pctiles AS SELECT wallet_id, ${WALLET_PCTILE_COLUMNS.join(', ')} FROM a_wallet_metrics ORDER BY wallet_id`,
+    `CREATE OR REPLACE TABLE a_wallet_metrics AS SELECT * EXCLUDE (${WALLET_PCTILE_COLUMNS.join(', ')}) FROM a_wallet_metrics ORDER BY wallet_id`,
+    `CREATE INDEX a_wallet_metrics_wallet ON a_wallet_metrics (wallet_id)`,
+    `DROP INDEX IF EXISTS a_rank_base_wallet`,
+    `CREATE OR REPLACE TABLE a_rank_base AS SELECT * EXCLUDE (${WALLET_PCTILE_COLUMNS.join(', ')}) FROM a_rank_base ORDER BY wallet_id`,
+    `CREATE INDEX a_rank_base_wallet ON a_rank_base (wallet_id)`,
+    `UPDATE a_meta SET engine_schema = 2`,
+  ],
+};
 
 /** The newest arrival batch of the venue tables (what a state built now has seen). */
 export async function venueWatermark(db: ColumnarRunner): Promise<number> {
@@ -341,13 +362,17 @@ export async function fullBuild(db: ColumnarRunner, asOf: AsOf, opts: FullBuildO
     await db.run(POSITIONS_VIEW_DDL);
   });
   await timed('wallets', async () => {
-    for (const s of walletTableStatements(asOf, { all: true })) await db.run(`CREATE OR REPLACE TABLE ${s.table} AS ${s.select}`);
+    await db.run(`CREATE OR REPLACE TEMP TABLE median_fill AS ${medianFillSql({ all: true }, T)}`);
+    for (const s of walletTableStatements(asOf, { all: true, medianFill: 'median_fill' })) await db.run(`CREATE OR REPLACE TABLE ${s.table} AS ${s.select}`);
+    await db.run(`DROP TABLE median_fill`);
     await db.run(`CREATE OR REPLACE TABLE a_best_category AS ${BEST_CATEGORY_SQL}`);
   });
   await timed('risk', () => db.run(`CREATE OR REPLACE TABLE a_risk AS ${riskStatsSql(tUs, { all: true }, riskDays)}`));
   const deviates = await db.all<{ w: number }>(RANKED_DEVIATES_SQL);
   const sharpMinDeviate = sharpCutoff(deviates.map((d) => d.w));
-  await timed('metrics', () => db.run(`CREATE OR REPLACE TABLE a_wallet_metrics AS ${walletMetricsSql(sharpMinDeviate)}`));
+  await timed('metrics', async () => {
+    for (const sql of writeCohortSql(sharpMinDeviate)) await db.run(sql);
+  });
   let ranker: RankingEngine | undefined;
   if (rankings) {
     await timed('clusters', () => buildClusters(db, asOf, CLUSTER_RULES, A_LEGS));

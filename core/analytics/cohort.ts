@@ -1,14 +1,19 @@
 /**
- * The cohort-wide step after the per-wallet tables: the sharp cutoff (Benjamini-Hochberg over every ranked wallet's
- * skill deviate, tags.ts), the smart-money tags, and every percentile among wallets — all of which move whenever
- * any wallet's figures move, so they are recomputed over the whole cohort on every build and refresh. The result is
- * a_wallet_metrics, one row per wallet with a fill (readers' one-stop table).
+ * The cohort step after the per-wallet tables.
+ * - a_wallet_metrics: one row per wallet with a fill (readers' one-stop table): the per-wallet figures joined, and the
+ *   smart-money tags. A row depends on the wallet's own rows and on the sharp cutoff (Benjamini-Hochberg over every
+ *   ranked wallet's skill deviate, tags.ts) only, so a refresh rewrites the rows of the wallets it recomputed and of
+ *   those whose sharp tag the moved cutoff turns on or off (walletMetricsSql with a scope).
+ * - a_wallet_pctiles: every percentile among wallets. These move whenever any wallet's figures move, so the narrow
+ *   table is rewritten whole by every build and refresh (a few window sorts over five columns, instead of the whole
+ *   wide table).
  */
 import { MIN_RESOLVED_MARKETS } from '../calibration.ts';
 import { tagsSql } from '../tags.ts';
+import { scopeSql, type WalletScope } from './wallets.ts';
 
-/** SQL (a SELECT) of a_wallet_metrics from a_features, a_pnl, a_calibration, a_alpha and a_risk. */
-export function walletMetricsSql(sharpMinDeviate: number): string {
+/** SQL (a SELECT) of a_wallet_metrics rows from a_features, a_pnl, a_calibration, a_alpha and a_risk, for `scope`. */
+export function walletMetricsSql(sharpMinDeviate: number, scope: WalletScope = { all: true }): string {
   return `WITH m AS (
       SELECT f.*, p.realized_pnl, p.unrealized_pnl, p.total_pnl, p.n_resolved_positions, p.won, p.lost,
         p.redeemable_positions, p.open_positions,
@@ -19,17 +24,44 @@ export function walletMetricsSql(sharpMinDeviate: number): string {
         a.alpha_res_cents, coalesce(a.n_alpha_res, 0) AS n_alpha_res,
         coalesce(k.risk_days, 0) AS risk_days, k.sharpe, k.sortino, k.max_drawdown
       FROM a_features f LEFT JOIN a_pnl p USING (wallet_id) LEFT JOIN a_calibration c USING (wallet_id) LEFT JOIN a_alpha a USING (wallet_id)
-        LEFT JOIN a_risk k USING (wallet_id))
-    SELECT *,
+        LEFT JOIN a_risk k USING (wallet_id)
+      WHERE ${scopeSql(scope, 'f.wallet_id')})
+    SELECT *, ${tagsSql(sharpMinDeviate)} AS smart_money_tags FROM m`;
+}
+
+/** The percentile columns of a_wallet_pctiles, each among every wallet of a_wallet_metrics. */
+export const WALLET_PCTILE_COLUMNS = ['calibration_excess_z_pctile', 'total_pnl_pctile', 'realized_pnl_pctile', 'lifetime_volume_usdc_pctile', 'win_rate_pct_pctile'] as const;
+
+/**
+ * SQL (a SELECT) of a_wallet_pctiles over a_wallet_metrics, in wallet order: the calibration z percentile among ranked
+ * wallets (100 = the most negative z), P&L and volume among all wallets, win rate among wallets with one.
+ */
+export const WALLET_PCTILES_SQL = `SELECT wallet_id,
       CASE WHEN n_resolved_markets >= ${MIN_RESOLVED_MARKETS} AND calibration_excess_z IS NOT NULL
         THEN 100 * (1 - percent_rank() OVER (PARTITION BY (n_resolved_markets >= ${MIN_RESOLVED_MARKETS} AND calibration_excess_z IS NOT NULL)
                                              ORDER BY calibration_excess_z ASC)) END AS calibration_excess_z_pctile,
-      ${tagsSql(sharpMinDeviate)} AS smart_money_tags,
       100 * percent_rank() OVER (ORDER BY total_pnl) AS total_pnl_pctile,
       100 * percent_rank() OVER (ORDER BY realized_pnl) AS realized_pnl_pctile,
       100 * percent_rank() OVER (ORDER BY lifetime_volume_usdc) AS lifetime_volume_usdc_pctile,
       CASE WHEN win_rate_pct IS NOT NULL THEN 100 * percent_rank() OVER (PARTITION BY win_rate_pct IS NOT NULL ORDER BY win_rate_pct) END AS win_rate_pct_pctile
-    FROM m`;
+    FROM a_wallet_metrics ORDER BY wallet_id`;
+
+/** (Re)write the cohort tables whole: a_wallet_metrics (indexed on wallet_id: a refresh replaces rows) and the percentiles. */
+export function writeCohortSql(sharpMinDeviate: number): string[] {
+  return [
+    `CREATE OR REPLACE TABLE a_wallet_metrics AS SELECT * FROM (${walletMetricsSql(sharpMinDeviate)}) ORDER BY wallet_id`,
+    `CREATE INDEX a_wallet_metrics_wallet ON a_wallet_metrics (wallet_id)`,
+    `CREATE OR REPLACE TABLE a_wallet_pctiles AS ${WALLET_PCTILES_SQL}`,
+  ];
+}
+
+/** The rows of the wallets listed in `table` again (a refresh), then the percentiles whole. */
+export function refreshCohortSql(sharpMinDeviate: number, table: string): string[] {
+  return [
+    `DELETE FROM a_wallet_metrics WHERE wallet_id IN (SELECT wallet_id FROM ${table})`,
+    `INSERT INTO a_wallet_metrics SELECT * FROM (${walletMetricsSql(sharpMinDeviate, { table })})`,
+    `CREATE OR REPLACE TABLE a_wallet_pctiles AS ${WALLET_PCTILES_SQL}`,
+  ];
 }
 
 /** The ranked wallets' skill deviates, whose Benjamini-Hochberg cut gives the sharp tag's threshold. */

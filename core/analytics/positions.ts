@@ -31,8 +31,14 @@ export const MARKS_DDL = `CREATE TABLE IF NOT EXISTS a_marks (market_id INTEGER 
  * payout, the latest mid — and the derived P&L and labels. A view, so a resolution or a moved mark changes no
  * stored row: the refresh only restreams positions whose own legs or horizons changed.
  */
-export const POSITIONS_VIEW_DDL = `CREATE OR REPLACE VIEW a_positions AS
-  WITH t AS (SELECT as_of FROM a_meta LIMIT 1),
+export const POSITIONS_VIEW_DDL = `CREATE OR REPLACE VIEW a_positions AS ${positionsSql('a_position_state')}`;
+
+/**
+ * The SELECT of a_positions over `stateSource` (a_position_state, or a subquery of some of its rows: a refresh reads
+ * its wallets' positions this way, so the state is filtered before the joins instead of after them).
+ */
+export function positionsSql(stateSource: string): string {
+  return `WITH t AS (SELECT as_of FROM a_meta LIMIT 1),
   valued AS (
     SELECT s.wallet_id, s.market_id, s.outcome_index, s.shares, s.cost_basis, s.trade_pnl, s.bought_shares, s.entry_price,
       s.volume_usdc, s.trades, s.n_taker, s.n_buys, s.n_contra, s.first_ts, s.last_ts, s.first_fill_ts, s.last_fill_ts, s.first_buy_ts,
@@ -41,10 +47,11 @@ export const POSITIONS_VIEW_DDL = `CREATE OR REPLACE VIEW a_positions AS
       (r.market_id IS NOT NULL AND (r.winner IS NULL OR r.winner = 'INVALID')) AS is_void,
       CASE WHEN r.market_id IS NULL THEN NULL WHEN s.outcome_index = 0 THEN r.payout_yes ELSE r.payout_no END AS payout,
       k.mark
-    FROM a_position_state s
+    FROM ${stateSource} s
       LEFT JOIN (SELECT r.* FROM resolutions r, t WHERE r.resolved_at <= t.as_of) r USING (market_id)
       LEFT JOIN a_marks k USING (market_id, outcome_index)),
   ${positionPnlSql(['trade_pnl', 'n_taker', 'n_buys', 'n_contra', 'first_fill_ts', 'last_fill_ts', 'first_buy_ts', 'a1_num', 'a1_den', 'a1_n', 'a24_num', 'a24_den', 'a24_n', 'ares_num', 'ares_den', 'ares_n'])}`;
+}
 
 export const HOLDS_COLUMNS = [
   ['wallet_id', 'INTEGER'], ['market_id', 'INTEGER'], ['outcome_index', 'UTINYINT'], ['start_ts', 'TIMESTAMP'], ['exit_ts', 'TIMESTAMP'],

@@ -19,12 +19,14 @@
  *  7. risk: each completed day that passed closes (risk.ts dayCloseSql); a late row stamped in a completed day
  *     recomputes its wallet's days through the position stream; the statistics follow.
  *  8. clusters: the pairs of wallets whose moments or cells changed (clusters.ts refreshClusters says why exactly).
- * The rank base and the boards are recomputed whole (cohort-wide by nature); the ranking engine that scores the
- * boards is the previous version's patched with the rank-base rows that changed (ranking-patch.ts), unless a day
- * closed (then every wallet's risk moved) or the caller has no previous engine (a restart).
+ *  9. a_wallet_metrics and the rank base: the rows of the wallets of 6, of a sharp tag the moved cutoff turns on or off
+ *     and (rank base) of a changed cluster or link; the percentiles (a_wallet_pctiles) and the boards are recomputed
+ *     whole (cohort-wide by nature). The ranking engine that scores the boards is the previous version's patched
+ *     with the rank-base rows that changed (ranking-patch.ts). A day that closed moves every wallet's risk: then
+ *     these are written whole and the engine is loaded (so it is after a restart, with no previous engine).
  */
 import { A_LEGS, CLUSTER_RULES, refreshClusters } from '../clusters.ts';
-import { writeRankBase } from '../rankings.ts';
+import { refreshRankBase, writeRankBase } from '../rankings.ts';
 import { loadRankColumns, loadRankingEngine, writeBoards, type OrdersOf, type RankingEngine } from '../ranking-engine.ts';
 import { patchEngine } from '../ranking-patch.ts';
 import { sharpCutoff } from '../tags.ts';
@@ -40,13 +42,14 @@ import {
   walletTableStatements,
   writeMarks,
 } from './build.ts';
-import { RANKED_DEVIATES_SQL, walletMetricsSql } from './cohort.ts';
+import { RANKED_DEVIATES_SQL, refreshCohortSql, writeCohortSql } from './cohort.ts';
 import { LEGS_ORDER, LEGS_TABLE, appendLegsSql, inventoryLegsSql } from './legs.ts';
+import { positionsSql } from './positions.ts';
 import type { MidIndex } from './mid-index.ts';
 import { tokenOf } from './mid-index.ts';
 import { ALPHA_HORIZON_US, DAY_US, PositionStream } from './position-stream.ts';
 import { DAY_VALUES_DDL, RISK_WINDOW_DAYS, dayCloseSql, dayCloseTokensSql, pruneRiskDailySql, riskStatsSql, riskWindow } from './risk.ts';
-import { pnlSql, type WalletScope } from './wallets.ts';
+import { medianFillSql, pnlSql, type WalletScope } from './wallets.ts';
 
 /** What a state is as of: the venue clock T and the last arrival batch seen. */
 export interface StateMark {
@@ -71,7 +74,7 @@ export interface RefreshReport {
 
 /** The refresh's temporary working tables, dropped when it ends. */
 const REFRESH_WORK_TABLES = ['revalue', 'revalued', 'new_mids', 'late_mids', 'dirty_pos', 'mark_wallets', 'dirty_legs', 'late_legs', 'late_wallets', 'full_wallets',
-  'scoped_positions', 'scoped_fill_legs', 'scoped_holds', 'mark_only', 'clusters_before', 'rank_changed', 'day_values', 'day_legs', 'mark_tokens'];
+  'scoped_positions', 'scoped_fill_legs', 'scoped_holds', 'scoped_median_fill', 'mark_only', 'clusters_before', 'rank_changed', 'metrics_changed', 'day_values', 'day_legs', 'mark_tokens'];
 
 const us = (d: Date) => d.getTime() * 1000;
 const tsUs = (x: number) => `make_timestamp(${Math.round(x)}::BIGINT)`;
@@ -94,22 +97,41 @@ export interface RefreshOptions {
 }
 
 /**
+ * SQL (a SELECT of wallet_id) of the wallets whose sharp tag the cutoff's move from `cutoffBefore` to `cutoffAfter`
+ * turns on or off (+Infinity: no cutoff); null when the cutoff did not move.
+ */
+function cutoffBandSql(cutoffBefore: number, cutoffAfter: number): string | null {
+  const lo = Math.min(cutoffBefore, cutoffAfter);
+  const hi = Math.max(cutoffBefore, cutoffAfter);
+  return lo < hi ? `SELECT wallet_id FROM a_calibration WHERE calibration_ranked AND skill_deviate >= '${lo}'::DOUBLE AND skill_deviate < '${hi}'::DOUBLE` : null;
+}
+
+/**
+ * SQL (a SELECT of wallet_id) of the a_wallet_metrics rows a refresh changes when no day closed: the wallets with new
+ * per-wallet rows (dirty_wallets) and those whose sharp tag the cutoff's move turns on or off. Every other column of
+ * a row is a function of the wallet's own per-wallet rows (the percentiles are in a_wallet_pctiles).
+ */
+export function metricsChangedSql(cutoffBefore: number, cutoffAfter: number): string {
+  const band = cutoffBandSql(cutoffBefore, cutoffAfter);
+  return `SELECT DISTINCT wallet_id FROM (SELECT wallet_id FROM dirty_wallets ${band ? `UNION ALL ${band}` : ''}) ORDER BY wallet_id`;
+}
+
+/**
  * SQL (a SELECT of wallet_id) of the rank-base rows a refresh changes, when no day closed, before the rank base is
  * rewritten: the wallets with new per-wallet rows (dirty_wallets), a changed cluster (clusters_before vs a_clusters),
  * a changed link (wallet_links vs the rank base's linked_user_id), or a sharp tag turned on or off by the cutoff's
  * move from `cutoffBefore` to `cutoffAfter` (+Infinity: no cutoff). Every other column of the rank base is a
- * function of the wallet's own rows (the percentiles of a_wallet_metrics are not in the ranking engine's columns).
+ * function of the wallet's own rows.
  */
 export function rankChangedSql(cutoffBefore: number, cutoffAfter: number): string {
-  const lo = Math.min(cutoffBefore, cutoffAfter);
-  const hi = Math.max(cutoffBefore, cutoffAfter);
+  const band = cutoffBandSql(cutoffBefore, cutoffAfter);
   return `SELECT DISTINCT wallet_id FROM (
       SELECT wallet_id FROM dirty_wallets
       UNION ALL SELECT wallet_id FROM clusters_before b FULL JOIN a_clusters a USING (wallet_id)
         WHERE a.cluster_id IS DISTINCT FROM b.cluster_id OR a.cluster_size IS DISTINCT FROM b.cluster_size
       UNION ALL SELECT wallet_id FROM wallet_links l FULL JOIN (SELECT wallet_id, linked_user_id AS user_id FROM a_rank_base WHERE linked_user_id IS NOT NULL) b
         USING (wallet_id) WHERE l.user_id IS DISTINCT FROM b.user_id
-      ${lo < hi ? `UNION ALL SELECT wallet_id FROM a_calibration WHERE calibration_ranked AND skill_deviate >= '${lo}'::DOUBLE AND skill_deviate < '${hi}'::DOUBLE` : ''})
+      ${band ? `UNION ALL ${band}` : ''})
     ORDER BY wallet_id`;
 }
 
@@ -206,13 +228,15 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
 
   // --- dirty positions
   const positions = await timed('dirty', async () => {
+    // three passes (each rule's filters go into its scan; one pass with the rules OR-ed took longer at full scale)
+    const h1 = `INTERVAL ${ALPHA_HORIZON_US.h1 / 1e6} SECOND`;
+    const h24 = `INTERVAL ${ALPHA_HORIZON_US.h24 / 1e6} SECOND`;
     const parts = [
       // 1. new legs, and legs that became visible
       `SELECT wallet_id, market_id, outcome_index FROM ${LEGS_TABLE} WHERE ts <= ${Tnew} AND (${newRows} OR ts > ${Told})`,
       // 2. horizons that fell due
       `SELECT wallet_id, market_id, outcome_index FROM ${LEGS_TABLE} WHERE kind IN (1, 2) AND seq <= ${W0} AND ts <= ${Told}
-         AND ((ts + INTERVAL ${ALPHA_HORIZON_US.h1 / 1e6} SECOND > ${Told} AND ts + INTERVAL ${ALPHA_HORIZON_US.h1 / 1e6} SECOND <= ${Tnew})
-           OR (ts + INTERVAL ${ALPHA_HORIZON_US.h24 / 1e6} SECOND > ${Told} AND ts + INTERVAL ${ALPHA_HORIZON_US.h24 / 1e6} SECOND <= ${Tnew}))`,
+         AND ((ts + ${h1} > ${Told} AND ts + ${h1} <= ${Tnew}) OR (ts + ${h24} > ${Told} AND ts + ${h24} <= ${Tnew}))`,
       // 3. resolutions that became visible
       `SELECT wallet_id, market_id, outcome_index FROM ${LEGS_TABLE} WHERE ts <= ${Tnew} AND market_id IN (
          SELECT market_id FROM resolutions WHERE resolved_at <= ${Tnew} AND (${newRows} OR resolved_at > ${Told}))`,
@@ -252,7 +276,11 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     await db.run(`DELETE FROM a_holds WHERE ${key}`);
     const sinks = await tableSinks(db, us(to.asOf), { positions: true, risk: false });
     const stream = new PositionStream({ T: us(to.asOf), mids, markets }, sinks);
-    await db.run(`CREATE OR REPLACE TEMP TABLE dirty_legs AS SELECT l.* FROM ${LEGS_TABLE} l SEMI JOIN dirty_pos d USING (wallet_id, market_id, outcome_index) WHERE l.ts <= ${Tnew}`);
+    // the dirty wallets' legs first (one integer key), then their dirty positions' (a three-column semi-join over
+    // every leg took 24 s at full scale)
+    await db.run(`CREATE OR REPLACE TEMP TABLE dirty_legs AS SELECT l.* FROM (
+        SELECT * FROM ${LEGS_TABLE} WHERE wallet_id IN (SELECT DISTINCT wallet_id FROM dirty_pos) AND ts <= ${Tnew}) l
+      SEMI JOIN dirty_pos d USING (wallet_id, market_id, outcome_index)`);
     for (const [lo, hi] of await keySlices(db, 'dirty_legs', 'wallet_id')) {
       await feedStream(db, `SELECT ${LEG_SCAN_COLUMNS} FROM dirty_legs WHERE wallet_id >= ${lo} AND wallet_id < ${hi} ORDER BY ${LEGS_ORDER}`, stream);
     }
@@ -334,10 +362,13 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     await db.run(`CREATE OR REPLACE TEMP TABLE dirty_wallets AS SELECT wallet_id FROM full_wallets
         ${markWallets > 0 ? 'UNION SELECT wallet_id FROM mark_wallets' : ''}`);
     const inScope = `wallet_id IN (SELECT wallet_id FROM full_wallets)`;
-    await db.run(`CREATE OR REPLACE TEMP TABLE scoped_positions AS SELECT * FROM a_positions WHERE ${inScope}`);
+    // the state rows first, then the view's joins (the view filtered afterwards joined all 64M rows at full scale)
+    await db.run(`CREATE OR REPLACE TEMP TABLE scoped_positions AS ${positionsSql(`(SELECT * FROM a_position_state WHERE ${inScope})`)}`);
     await db.run(`CREATE OR REPLACE TEMP TABLE scoped_fill_legs AS SELECT wallet_id, kind, ts, size_usdc FROM ${LEGS_TABLE} WHERE kind IN (1, 2) AND ${inScope}`);
     await db.run(`CREATE OR REPLACE TEMP TABLE scoped_holds AS SELECT * FROM a_holds WHERE ${inScope}`);
     const scope: WalletScope = { table: 'full_wallets', positions: 'scoped_positions', fillLegs: 'scoped_fill_legs', holds: 'scoped_holds' };
+    await db.run(`CREATE OR REPLACE TEMP TABLE scoped_median_fill AS ${medianFillSql(scope, Tnew)}`);
+    scope.medianFill = 'scoped_median_fill';
     for (const s of walletTableStatements(to.asOf, scope)) {
       await db.run(`DELETE FROM ${s.table} WHERE ${inScope}`);
       await db.run(`INSERT INTO ${s.table} SELECT * FROM (${s.select})`);
@@ -347,7 +378,8 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     if (markWallets > 0) {
       await db.run(`CREATE OR REPLACE TEMP TABLE mark_only AS SELECT wallet_id FROM mark_wallets EXCEPT SELECT wallet_id FROM full_wallets`);
       await db.run(`DELETE FROM a_pnl WHERE wallet_id IN (SELECT wallet_id FROM mark_only)`);
-      await db.run(`INSERT INTO a_pnl SELECT * FROM (${pnlSql({ table: 'mark_only' })})`);
+      const positions = `(${positionsSql(`(SELECT * FROM a_position_state WHERE wallet_id IN (SELECT wallet_id FROM mark_only))`)})`;
+      await db.run(`INSERT INTO a_pnl SELECT * FROM (${pnlSql({ table: 'mark_only', positions })})`);
     }
     const [c] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM dirty_wallets`);
     return Number(c?.n ?? 0);
@@ -366,23 +398,27 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
   // --- cohort-wide
   const deviates = await db.all<{ w: number }>(RANKED_DEVIATES_SQL);
   const sharpMinDeviate = sharpCutoff(deviates.map((d) => d.w));
+  // a day that closed moved every wallet's risk window: the cohort tables, the rank base and the engine are written
+  // whole; otherwise only the rows that changed
+  const incremental = daysClosed === 0;
   await timed('metrics', async () => {
-    await db.run(`DELETE FROM a_wallet_metrics`);
-    await db.run(`INSERT INTO a_wallet_metrics SELECT * FROM (${walletMetricsSql(sharpMinDeviate)}) ORDER BY wallet_id`);
+    if (!incremental) {
+      for (const sql of writeCohortSql(sharpMinDeviate)) await db.run(sql);
+      return;
+    }
+    await db.run(`CREATE OR REPLACE TEMP TABLE metrics_changed AS ${metricsChangedSql(cutoffBefore, sharpMinDeviate)}`);
+    for (const sql of refreshCohortSql(sharpMinDeviate, 'metrics_changed')) await db.run(sql);
   });
-  // the ranking engine is patched unless a day closed (the risk window moved for every wallet) or there is no previous
-  // one; the patch needs the clusters as they were, to tell whose changed
-  const patchable = opts.previous !== undefined && daysClosed === 0;
-  if (patchable) await db.run(`CREATE OR REPLACE TEMP TABLE clusters_before AS SELECT * FROM a_clusters`);
+  // the rank-base rows that change need the clusters as they were, to tell whose changed
+  if (incremental) await db.run(`CREATE OR REPLACE TEMP TABLE clusters_before AS SELECT * FROM a_clusters`);
   await timed('clusters', () => refreshClusters(db, from, to, CLUSTER_RULES, A_LEGS));
-  if (patchable) {
-    await db.run(`CREATE OR REPLACE TEMP TABLE rank_changed AS ${rankChangedSql(cutoffBefore, sharpMinDeviate)}`);
-  }
-  await timed('rank_base', () => writeRankBase(db));
+  if (incremental) await db.run(`CREATE OR REPLACE TEMP TABLE rank_changed AS ${rankChangedSql(cutoffBefore, sharpMinDeviate)}`);
+  await timed('rank_base', () => (incremental ? refreshRankBase(db, 'rank_changed') : writeRankBase(db)));
+  // the ranking engine: the previous one patched with the changed rows, or loaded whole (a day closed; a restart)
   const ranker = await timed('engine', async () => {
-    if (!patchable) return loadRankingEngine(db, opts.ordersOf);
+    if (!incremental || !opts.previous) return loadRankingEngine(db, opts.ordersOf);
     const delta = await loadRankColumns(db, 'a_rank_base', { where: `wallet_id IN (SELECT wallet_id FROM rank_changed)` });
-    return patchEngine(opts.previous!, delta).engine;
+    return patchEngine(opts.previous, delta).engine;
   });
   await timed('boards', () => writeBoards(db, ranker, to.asOf));
   const cutoff = Number.isFinite(sharpMinDeviate) ? String(sharpMinDeviate) : 'NULL';

@@ -25,7 +25,10 @@ import { BEST_CATEGORY_MIN_MARKETS, bestCategorySql } from '../wallet-style.ts';
  * a_positions, a_legs' fill legs and a_holds already narrowed to its wallets (a refresh materializes them once, so
  * the statements below do not each scan the whole tables).
  */
-export type WalletScope = { all: true } | { table: string; positions?: string; fillLegs?: string; holds?: string };
+export type WalletScope = ({ all: true } | { table: string; positions?: string; fillLegs?: string; holds?: string }) & {
+  /** a table of medianFillSql's rows for the scope, computed once (a_features and a_style both read it) */
+  medianFill?: string;
+};
 
 export const scopeSql = (s: WalletScope, col = 'wallet_id'): string => ('all' in s ? 'true' : `${col} IN (SELECT wallet_id FROM ${s.table})`);
 
@@ -33,8 +36,12 @@ const positionsOf = (s: WalletScope) => ('all' in s ? 'a_positions' : (s.positio
 const fillLegsOf = (s: WalletScope) => ('all' in s ? 'a_legs' : (s.fillLegs ?? 'a_legs'));
 const holdsOf = (s: WalletScope) => ('all' in s ? 'a_holds' : (s.holds ?? 'a_holds'));
 
-/** Median fill notional per wallet, over fill legs (the one per-wallet figure that needs every leg). */
-function medianFillSql(scope: WalletScope, T: string): string {
+/**
+ * Median fill notional per wallet, over fill legs (the one per-wallet figure that needs every leg): a sort of every
+ * fill leg of the scope, so a build or refresh computes it once into a table both readers name (scope.medianFill).
+ */
+export function medianFillSql(scope: WalletScope, T: string): string {
+  if (scope.medianFill) return `SELECT * FROM ${scope.medianFill}`;
   return `SELECT wallet_id, median(size_usdc) AS median_fill_usdc FROM ${fillLegsOf(scope)}
     WHERE kind IN (1, 2) AND ts <= ${T} AND ${scopeSql(scope)} GROUP BY wallet_id`;
 }

@@ -52,7 +52,7 @@ export async function publicLeaderboard(db: QueryRunner, now: AsOf, limitIn: num
   const rows = await db.all<Record<string, unknown>>(
     `SELECT b.rank, b.address, b.username, b.pseudonym, b.verified, b.composite_score, b.realized_pnl, b.lifetime_volume_usdc,
       b.trade_count, b.win_rate_pct, b.n_resolved_markets, b.calibration_ranked, b.calibration_excess_z, m.calibration_excess_z_pctile
-    FROM a_board b LEFT JOIN a_wallet_metrics m USING (wallet_id)
+    FROM a_board b LEFT JOIN a_wallet_pctiles m USING (wallet_id)
     WHERE b.preset = ${sqlStr(preset.slug)} AND b.rank <= ${limit} ORDER BY b.rank`,
   );
   const [t] = await db.all<{ n: number }>(`SELECT count(*)::INTEGER AS n FROM a_board WHERE preset = ${sqlStr(preset.slug)}`);

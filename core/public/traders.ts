@@ -86,8 +86,10 @@ export async function publicTraderTeaser(db: QueryRunner, ref: TraderRef, now: A
   const measured = LOCKED_METRICS.map((id) => `coalesce((${METRICS[id].measured}), false)::INTEGER`).join(' + ');
   const [r] = await db.all<Record<string, unknown>>(
     `WITH b AS (SELECT *, ${measured} AS locked_metric_count FROM a_rank_base WHERE wallet_id = ${who.wallet_id})
-    SELECT b.*, bd.rank AS board_rank, bd.composite_score AS board_composite
-    FROM b LEFT JOIN a_board bd ON bd.preset = ${sqlStr(PUBLIC_BOARD)} AND bd.user_key = b.user_key`,
+    SELECT b.*, pc.total_pnl_pctile, pc.realized_pnl_pctile, pc.lifetime_volume_usdc_pctile, pc.win_rate_pct_pctile,
+      bd.rank AS board_rank, bd.composite_score AS board_composite
+    FROM b LEFT JOIN a_wallet_pctiles pc ON pc.wallet_id = ${who.wallet_id}
+      LEFT JOIN a_board bd ON bd.preset = ${sqlStr(PUBLIC_BOARD)} AND bd.user_key = b.user_key`,
   );
   if (!r) return {};
   const [pop] = await db.all<{ n: number }>(`SELECT count(*)::INTEGER AS n FROM a_wallet_metrics`);

@@ -12,7 +12,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
-import { ENGINE_SCHEMA, fullBuild, loadMids, type BuildReport } from '../../core/analytics/build.ts';
+import { ENGINE_MIGRATIONS, ENGINE_SCHEMA, fullBuild, loadMids, type BuildReport } from '../../core/analytics/build.ts';
 import type { MidIndex } from '../../core/analytics/mid-index.ts';
 import type { RankingEngine } from '../../core/ranking-engine.ts';
 import { refresh, venueWatermark, type RefreshReport, type StateMark } from '../../core/analytics/refresh.ts';
@@ -44,8 +44,11 @@ export interface EngineOptions {
   rebuild?: boolean;
 }
 
-/** The persisted state's mark, or null when there is none this engine can continue. */
-async function persisted(conn: DuckDBConnection): Promise<(StateMark & { version: number; builtAt: Date }) | null> {
+/**
+ * The persisted state's mark, or null when there is none this engine can continue; a state of an older engine schema
+ * is migrated first when there are migrations from it.
+ */
+export async function persisted(conn: DuckDBConnection): Promise<(StateMark & { version: number; builtAt: Date }) | null> {
   const tables = await queryRows<{ t: string }>(conn, `SELECT table_name AS t FROM information_schema.tables WHERE table_name IN ('a_meta', 'a_legs') AND table_schema = 'main'`);
   if (tables.length < 2) return null;
   const cols = await queryRows<{ c: string }>(conn, `SELECT column_name AS c FROM information_schema.columns WHERE table_name = 'a_meta' AND column_name = 'engine_schema'`);
@@ -54,7 +57,20 @@ async function persisted(conn: DuckDBConnection): Promise<(StateMark & { version
     conn,
     `SELECT as_of, watermark, version, built_at, engine_schema FROM a_meta LIMIT 1`,
   );
-  if (!m || Number(m.engine_schema) !== ENGINE_SCHEMA) return null;
+  if (!m) return null;
+  // an older schema with migrations all the way: migrate in one transaction (a failure leaves the state as it was)
+  let schema = Number(m.engine_schema);
+  if (schema < ENGINE_SCHEMA && Array.from({ length: ENGINE_SCHEMA - schema }, (_, i) => ENGINE_MIGRATIONS[schema + i]).every(Boolean)) {
+    await conn.run('BEGIN TRANSACTION');
+    try {
+      for (; schema < ENGINE_SCHEMA; schema++) for (const sql of ENGINE_MIGRATIONS[schema]!) await conn.run(sql);
+      await conn.run('COMMIT');
+    } catch (e) {
+      await conn.run('ROLLBACK').catch(() => {});
+      throw e;
+    }
+  }
+  if (schema !== ENGINE_SCHEMA) return null;
   return { asOf: new Date(m.as_of), watermark: Number(m.watermark), version: Number(m.version), builtAt: new Date(m.built_at) };
 }
 

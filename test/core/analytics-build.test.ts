@@ -74,7 +74,7 @@ describe('analytics build as of the end of the venue', () => {
   });
 
   it('every percentile is in [0, 100]; no NaN or infinite figure anywhere', async () => {
-    const cols = await v.rows<{ column_name: string; column_type: string }>(`DESCRIBE a_wallet_metrics`);
+    const cols = await v.rows<{ column_name: string; column_type: string }>(`DESCRIBE (SELECT * FROM a_wallet_metrics JOIN a_wallet_pctiles USING (wallet_id))`);
     const pct = cols.filter((c) => c.column_name.endsWith('_pctile')).map((c) => c.column_name);
     expect(pct).toEqual(expect.arrayContaining(['calibration_excess_z_pctile', 'total_pnl_pctile', 'win_rate_pct_pctile']));
     const nums = cols.filter((c) => c.column_type === 'DOUBLE').map((c) => c.column_name);
@@ -82,7 +82,7 @@ describe('analytics build as of the end of the venue', () => {
       ${pct.map((c) => `count(*) FILTER (WHERE ${c} < 0 OR ${c} > 100 OR isnan(${c})) AS "${c}"`).join(', ')},
       ${nums.map((c) => `count(*) FILTER (WHERE NOT isfinite(${c})) AS "nonfinite_${c}"`).join(', ')},
       count(*) FILTER (WHERE calibration_excess_z_pctile = 100) AS best, count(*) FILTER (WHERE calibration_excess_z_pctile = 0) AS worst
-      FROM a_wallet_metrics`);
+      FROM a_wallet_metrics JOIN a_wallet_pctiles USING (wallet_id)`);
     for (const c of pct) expect(r[c], c).toBe(0);
     for (const c of nums) expect(r[`nonfinite_${c}`], c).toBe(0);
     expect(r.best).toBeGreaterThanOrEqual(1);
@@ -95,7 +95,7 @@ describe('analytics build as of the end of the venue', () => {
       count(*) FILTER (WHERE NOT calibration_ranked AND calibration_excess_z_pctile IS NOT NULL) AS unranked_pct,
       count(*) FILTER (WHERE calibration_ranked AND calibration_excess_z_pctile IS NULL) AS ranked_no_pct,
       count(*) FILTER (WHERE n_resolved_markets = 0 AND (brier IS NOT NULL OR calibration_excess_z IS NOT NULL)) AS unmeasured_scored
-      FROM a_wallet_metrics`);
+      FROM a_wallet_metrics JOIN a_wallet_pctiles USING (wallet_id)`);
     expect(r.ranked).toBeGreaterThan(10);
     expect(r).toMatchObject({ bad_rank: 0, unranked_pct: 0, ranked_no_pct: 0, unmeasured_scored: 0 });
   });

@@ -728,7 +728,7 @@ describe('generated venue (3,000 wallets, 30 days)', () => {
   }
   const metrics = async (where: string) =>
     v.rows<M>(`SELECT m.wallet_id, calibration_excess_z, calibration_excess_z_pctile, n_resolved_markets, calibration_ranked, taker_share, trade_count,
-      alpha_24h_cents, smart_money_tags AS tags FROM a_wallet_metrics m JOIN truth_wallets t USING (wallet_id) WHERE ${where} ORDER BY calibration_excess_z NULLS LAST, wallet_id`);
+      alpha_24h_cents, smart_money_tags AS tags FROM a_wallet_metrics m JOIN a_wallet_pctiles USING (wallet_id) JOIN truth_wallets t USING (wallet_id) WHERE ${where} ORDER BY calibration_excess_z NULLS LAST, wallet_id`);
 
   it('every planted market maker copies badly (flagged market_maker); figures agree with the build', async () => {
     const mms = await metrics(`t.archetype = 'market_maker'`);

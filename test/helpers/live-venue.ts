@@ -184,6 +184,7 @@ export const ANALYTICS_TABLES: Record<string, string[]> = {
   a_best_category: ['wallet_id'],
   a_risk: ['wallet_id'],
   a_wallet_metrics: ['wallet_id'],
+  a_wallet_pctiles: ['wallet_id'],
   a_clusters: ['wallet_id'],
   a_cluster_wallets: ['wallet_id'],
   a_cluster_crowded: ['cell'],

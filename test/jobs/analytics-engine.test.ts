@@ -136,3 +136,35 @@ it('a resolution written while a refresh runs is in the next version, and the st
     instance.closeSync();
   }
 }, 300_000);
+
+it('a state of engine schema 1 (percentiles inside a_wallet_metrics and the rank base) is migrated on start, not rebuilt, and refreshes on', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'engine-migrate-'));
+  dirs.push(dir);
+  const path = join(dir, 'venue.duckdb');
+  const t0 = await seeded(path);
+  const { instance, conn } = await openDuckDB({ path, threads: 1 });
+  try {
+    const want = await tableRows(conn, 'venue');
+    // the state as schema 1 stored it: the percentile columns inside both tables (before smart_money_tags and after
+    // it, as the old a_wallet_metrics had them), no a_wallet_pctiles, no wallet index on a_wallet_metrics
+    const pct = `p.calibration_excess_z_pctile, m.smart_money_tags, p.total_pnl_pctile, p.realized_pnl_pctile, p.lifetime_volume_usdc_pctile, p.win_rate_pct_pctile`;
+    await conn.run(`CREATE OR REPLACE TABLE a_wallet_metrics AS SELECT m.* EXCLUDE (smart_money_tags), ${pct} FROM a_wallet_metrics m JOIN a_wallet_pctiles p USING (wallet_id) ORDER BY wallet_id`);
+    await conn.run(`DROP INDEX a_rank_base_wallet`);
+    await conn.run(`CREATE OR REPLACE TABLE a_rank_base AS SELECT r.*, p.* EXCLUDE (wallet_id) FROM a_rank_base r JOIN a_wallet_pctiles p USING (wallet_id) ORDER BY wallet_id`);
+    await conn.run(`DROP TABLE a_wallet_pctiles`);
+    await conn.run(`UPDATE a_meta SET engine_schema = 1`);
+    const logs: string[] = [];
+    const engine = await AnalyticsEngine.open(instance, { now: () => new Date(START + t0), log: (m) => logs.push(m) });
+    expect(logs.join('\n')).toMatch(/resumed version 1/);
+    const migrated = await tableRows(conn, 'venue');
+    expect(compareStates(migrated, want)).toEqual([]);
+    // and it refreshes on from there, equal to a full build
+    await engine.refreshNow();
+    await engine.stop();
+    const diffs = await diffWithRebuild(instance, 'venue');
+    expect(diffs, diffs.join('\n')).toEqual([]);
+  } finally {
+    conn.closeSync();
+    instance.closeSync();
+  }
+}, 300_000);

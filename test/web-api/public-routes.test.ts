@@ -547,7 +547,7 @@ describe('leaderboard', () => {
     expectNoWallet(body);
     const board = await rows<{ rank: number; address: string; n: number; z: number | null; pct: number | null; composite: number }>(
       `SELECT b.rank, b.address, m.n_resolved_markets AS n, m.calibration_excess_z AS z, m.calibration_excess_z_pctile AS pct, b.composite_score AS composite
-       FROM a_board b JOIN a_wallet_metrics m USING (wallet_id) WHERE b.preset = '${PUBLIC_BOARD}' ORDER BY b.rank LIMIT 25`,
+       FROM a_board b JOIN (SELECT * FROM a_wallet_metrics JOIN a_wallet_pctiles USING (wallet_id)) m USING (wallet_id) WHERE b.preset = '${PUBLIC_BOARD}' ORDER BY b.rank LIMIT 25`,
     );
     const [total] = await rows<{ n: number }>(`SELECT count(*) AS n FROM a_board WHERE preset = '${PUBLIC_BOARD}'`);
     expect(body.total_rows).toBe(Number(total!.n));
