@@ -7,7 +7,9 @@
  * What changes, and why (the dirty rules):
  *  1. positions with a new leg (arrived after W_old, stamped at or before T_new) or a leg that became visible
  *     (stamped in (T_old, T_new]): restreamed;
- *  2. positions with a fill whose 1 h or 24 h alpha horizon fell due in (T_old, T_new]: restreamed;
+ *  2. positions with a fill whose 1 h or 24 h alpha horizon fell due in (T_old, T_new]: their alpha sums get those
+ *     fills' terms folded on in stream order (alpha-due.ts: the same doubles a restream gives), unless another rule
+ *     restreams them; their wallets get their alpha row again;
  *  3. positions in a market whose resolution became visible: restreamed (labels, holds, alpha to resolution);
  *  4. a mid that arrived late (stamped at or before T_old): positions on its token with a leg from 24 h before it on
  *     are restreamed (every lookup at or after it may change), the inventory legs valued after it are revalued, and
@@ -30,7 +32,7 @@ import { refreshRankBase, writeRankBase } from '../rankings.ts';
 import { loadRankColumns, loadRankingEngine, writeBoards, type OrdersOf, type RankingEngine } from '../ranking-engine.ts';
 import { patchEngine } from '../ranking-patch.ts';
 import { sharpCutoff } from '../tags.ts';
-import { tsLiteral, type AsOf, type ColumnarRunner } from '../query.ts';
+import { tsLiteral, type AsOf, type ColumnType, type ColumnarRunner } from '../query.ts';
 import {
   BEST_CATEGORY_SQL,
   LEG_SCAN_COLUMNS,
@@ -49,7 +51,8 @@ import type { MidIndex } from './mid-index.ts';
 import { tokenOf } from './mid-index.ts';
 import { ALPHA_HORIZON_US, DAY_US, PositionStream } from './position-stream.ts';
 import { DAY_VALUES_DDL, RISK_WINDOW_DAYS, dayCloseSql, dayCloseTokensSql, pruneRiskDailySql, riskStatsSql, riskWindow } from './risk.ts';
-import { medianFillSql, pnlSql, type WalletScope } from './wallets.ts';
+import { alphaSql, medianFillSql, pnlSql, type WalletScope } from './wallets.ts';
+import { AlphaCatchUp, type AlphaSums } from './alpha-due.ts';
 
 /** What a state is as of: the venue clock T and the last arrival batch seen. */
 export interface StateMark {
@@ -66,6 +69,8 @@ export interface RefreshReport {
   total_seconds: number;
   new_legs: number;
   positions: number;
+  /** positions whose only change is an alpha horizon that fell due (their sums folded on, not restreamed) */
+  alpha_positions: number;
   mark_wallets: number;
   wallets: number;
   days_closed: number;
@@ -74,7 +79,12 @@ export interface RefreshReport {
 
 /** The refresh's temporary working tables, dropped when it ends. */
 const REFRESH_WORK_TABLES = ['revalue', 'revalued', 'new_mids', 'late_mids', 'dirty_pos', 'mark_wallets', 'dirty_legs', 'late_legs', 'late_wallets', 'full_wallets',
-  'scoped_positions', 'scoped_fill_legs', 'scoped_holds', 'scoped_median_fill', 'mark_only', 'clusters_before', 'rank_changed', 'metrics_changed', 'day_values', 'day_legs', 'mark_tokens'];
+  'scoped_positions', 'scoped_fill_legs', 'scoped_holds', 'scoped_median_fill', 'due_legs', 'alpha_due', 'alpha_only', 'mark_only', 'clusters_before', 'rank_changed', 'metrics_changed', 'day_values', 'day_legs', 'mark_tokens'];
+
+const ALPHA_DUE_COLUMNS = [
+  ['wallet_id', 'INTEGER'], ['market_id', 'INTEGER'], ['outcome_index', 'UTINYINT'], ['a1_num', 'DOUBLE'], ['a1_den', 'DOUBLE'], ['a1_n', 'INTEGER'],
+  ['a24_num', 'DOUBLE'], ['a24_den', 'DOUBLE'], ['a24_n', 'INTEGER'],
+] as const satisfies readonly (readonly [keyof AlphaSums, ColumnType])[];
 
 const us = (d: Date) => d.getTime() * 1000;
 const tsUs = (x: number) => `make_timestamp(${Math.round(x)}::BIGINT)`;
@@ -228,15 +238,12 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
 
   // --- dirty positions
   const positions = await timed('dirty', async () => {
-    // three passes (each rule's filters go into its scan; one pass with the rules OR-ed took longer at full scale)
+    // a pass per rule (each rule's filters go into its scan; one pass with the rules OR-ed took longer at full scale)
     const h1 = `INTERVAL ${ALPHA_HORIZON_US.h1 / 1e6} SECOND`;
     const h24 = `INTERVAL ${ALPHA_HORIZON_US.h24 / 1e6} SECOND`;
     const parts = [
       // 1. new legs, and legs that became visible
       `SELECT wallet_id, market_id, outcome_index FROM ${LEGS_TABLE} WHERE ts <= ${Tnew} AND (${newRows} OR ts > ${Told})`,
-      // 2. horizons that fell due
-      `SELECT wallet_id, market_id, outcome_index FROM ${LEGS_TABLE} WHERE kind IN (1, 2) AND seq <= ${W0} AND ts <= ${Told}
-         AND ((ts + ${h1} > ${Told} AND ts + ${h1} <= ${Tnew}) OR (ts + ${h24} > ${Told} AND ts + ${h24} <= ${Tnew}))`,
       // 3. resolutions that became visible
       `SELECT wallet_id, market_id, outcome_index FROM ${LEGS_TABLE} WHERE ts <= ${Tnew} AND market_id IN (
          SELECT market_id FROM resolutions WHERE resolved_at <= ${Tnew} AND (${newRows} OR resolved_at > ${Told}))`,
@@ -251,6 +258,12 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
       parts.push(`SELECT DISTINCT l.wallet_id, l.market_id, l.outcome_index FROM ${LEGS_TABLE} l SEMI JOIN revalue r USING (tx_hash, log_index) WHERE l.ts <= ${Tnew}`);
     }
     await db.run(`CREATE OR REPLACE TEMP TABLE dirty_pos AS SELECT DISTINCT * FROM (${parts.join(' UNION ALL ')})`);
+    // 2. horizons that fell due (read below in LEGS_ORDER): the due fills of positions with no other change get their alpha terms folded on
+    // (alpha-due.ts), the others are restreamed anyway
+    await db.run(`CREATE OR REPLACE TEMP TABLE due_legs AS SELECT wallet_id, market_id, outcome_index, ts, log_index, kind, q, price, size_usdc
+      FROM ${LEGS_TABLE} WHERE kind IN (1, 2) AND seq <= ${W0} AND ts <= ${Told}
+        AND ((ts + ${h1} > ${Told} AND ts + ${h1} <= ${Tnew}) OR (ts + ${h24} > ${Told} AND ts + ${h24} <= ${Tnew}))`);
+    await db.run(`DELETE FROM due_legs WHERE (wallet_id, market_id, outcome_index) IN (SELECT (wallet_id, market_id, outcome_index) FROM dirty_pos)`);
     const [c] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM dirty_pos`);
     return Number(c?.n ?? 0);
   });
@@ -286,6 +299,35 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     }
     stream.finish();
     await sinks.close();
+  });
+
+  // --- horizons that fell due on positions with no other change: their alpha sums, folded on in stream order
+  const alphaPositions = await timed('alpha_due', async () => {
+    await db.run(`CREATE OR REPLACE TEMP TABLE alpha_due (wallet_id INTEGER, market_id INTEGER, outcome_index UTINYINT,
+      a1_num DOUBLE, a1_den DOUBLE, a1_n INTEGER, a24_num DOUBLE, a24_den DOUBLE, a24_n INTEGER)`);
+    const sums: AlphaSums[] = [];
+    const markets = await loadMarketFacts(db, to.asOf);
+    const catchUp = new AlphaCatchUp(mids, markets, us(from.asOf), us(to.asOf), (x) => sums.push(x));
+    await db.scan(
+      `SELECT d.wallet_id, d.market_id, d.outcome_index, epoch_us(d.ts)::DOUBLE AS ts, d.q, d.price, d.size_usdc AS size,
+          s.a1_num, s.a1_den, s.a1_n, s.a24_num, s.a24_den, s.a24_n
+        FROM due_legs d JOIN a_position_state s USING (wallet_id, market_id, outcome_index)
+        ORDER BY d.wallet_id, d.market_id, d.outcome_index, d.ts, d.log_index, d.kind IN (1, 2), d.q DESC`,
+      (b) => catchUp.push(b),
+    );
+    catchUp.finish();
+    if (sums.length) {
+      const cols = ALPHA_DUE_COLUMNS;
+      const w = await db.writer('alpha_due', cols.map(([name, type]) => ({ name, type })));
+      for (const x of sums) {
+        cols.forEach(([name], j) => w.set(j, x[name]));
+        w.next();
+      }
+      await w.close();
+      await db.run(`UPDATE a_position_state s SET a1_num = d.a1_num, a1_den = d.a1_den, a1_n = d.a1_n, a24_num = d.a24_num, a24_den = d.a24_den, a24_n = d.a24_n
+        FROM alpha_due d WHERE s.wallet_id = d.wallet_id AND s.market_id = d.market_id AND s.outcome_index = d.outcome_index`);
+    }
+    return sums.length;
   });
 
   // --- risk: close the days that completed, then recompute wallets hit by late rows in completed days
@@ -360,7 +402,7 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     // otherwise scan the whole tables)
     await db.run(`CREATE OR REPLACE TEMP TABLE full_wallets AS SELECT DISTINCT wallet_id FROM (SELECT wallet_id FROM dirty_pos UNION ALL SELECT wallet_id FROM late_wallets)`);
     await db.run(`CREATE OR REPLACE TEMP TABLE dirty_wallets AS SELECT wallet_id FROM full_wallets
-        ${markWallets > 0 ? 'UNION SELECT wallet_id FROM mark_wallets' : ''}`);
+        ${markWallets > 0 ? 'UNION SELECT wallet_id FROM mark_wallets' : ''} ${alphaPositions > 0 ? 'UNION SELECT wallet_id FROM alpha_due' : ''}`);
     const inScope = `wallet_id IN (SELECT wallet_id FROM full_wallets)`;
     // the state rows first, then the view's joins (the view filtered afterwards joined all 64M rows at full scale)
     await db.run(`CREATE OR REPLACE TEMP TABLE scoped_positions AS ${positionsSql(`(SELECT * FROM a_position_state WHERE ${inScope})`)}`);
@@ -380,6 +422,13 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
       await db.run(`DELETE FROM a_pnl WHERE wallet_id IN (SELECT wallet_id FROM mark_only)`);
       const positions = `(${positionsSql(`(SELECT * FROM a_position_state WHERE wallet_id IN (SELECT wallet_id FROM mark_only))`)})`;
       await db.run(`INSERT INTO a_pnl SELECT * FROM (${pnlSql({ table: 'mark_only', positions })})`);
+    }
+    if (alphaPositions > 0) {
+      // a wallet whose only change is a horizon that fell due: its alpha row
+      await db.run(`CREATE OR REPLACE TEMP TABLE alpha_only AS SELECT DISTINCT wallet_id FROM alpha_due EXCEPT SELECT wallet_id FROM full_wallets`);
+      const positions = `(${positionsSql(`(SELECT * FROM a_position_state WHERE wallet_id IN (SELECT wallet_id FROM alpha_only))`)})`;
+      await db.run(`DELETE FROM a_alpha WHERE wallet_id IN (SELECT wallet_id FROM alpha_only)`);
+      await db.run(`INSERT INTO a_alpha SELECT * FROM (${alphaSql({ table: 'alpha_only', positions })})`);
     }
     const [c] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM dirty_wallets`);
     return Number(c?.n ?? 0);
@@ -435,6 +484,7 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     total_seconds: total,
     new_legs: newLegs,
     positions,
+    alpha_positions: alphaPositions,
     mark_wallets: markWallets,
     wallets,
     days_closed: daysClosed,
