@@ -19,13 +19,10 @@
  * The tail's rows stay in the database (a later run continues after them), as they would in the service.
  */
 import { cpus } from 'node:os';
-import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { PRESETS, ensureWalletLinks } from '../core/rankings.ts';
 import { openDuckDB, queryRows } from '../data/duckdb.ts';
-import { DEFAULT_END } from '../data/generator/config.ts';
-import { DEMO_VENUE, REAL_MARKETS_CSV } from '../data/generator/defaults.ts';
 import { LiveTail, type TailArrival } from '../data/live-tail/tail.ts';
 import { duckRunner } from '../data/runner.ts';
 import { createVenueViews, migrateVenue } from '../data/schema.ts';
@@ -33,13 +30,10 @@ import { snapshotRunner } from '../data/snapshot-runner.ts';
 import { AnalyticsEngine, type Published } from '../jobs/analytics/engine.ts';
 import { RankerCache } from '../jobs/analytics/rankers.ts';
 import { startBenchApp } from './app.ts';
+import { LIVE_VENUE_ARGS, liveVenue } from './live-venue-args.ts';
 
 const Args = z.object({
-  db: z.string().optional(),
-  wallets: z.coerce.number().int().min(50).default(DEMO_VENUE.wallets),
-  days: z.coerce.number().int().min(2).default(DEMO_VENUE.days),
-  seed: z.coerce.number().int().min(0).default(DEMO_VENUE.seed),
-  rate: z.coerce.number().positive().max(10_000).default(68),
+  ...LIVE_VENUE_ARGS,
   seconds: z.coerce.number().positive().default(300),
   'refresh-ms': z.coerce.number().int().min(0).default(0),
   'probe-ms': z.coerce.number().int().min(10).default(250),
@@ -50,8 +44,7 @@ const { values } = parseArgs({
   options: Object.fromEntries(['db', 'wallets', 'days', 'seed', 'rate', 'seconds', 'refresh-ms', 'probe-ms', 'memory-limit', 'warmup-refreshes'].map((k) => [k, { type: 'string' as const }])),
 });
 const a = Args.parse(values);
-const venue = { wallets: a.wallets, days: a.days, seed: a.seed, end: DEFAULT_END, realMarketsCsv: REAL_MARKETS_CSV };
-const dbPath = resolve(a.db ?? `var/demo-w${a.wallets}-d${a.days}-s${a.seed}/venue.duckdb`);
+const { venue, dbPath } = liveVenue(a);
 
 let peakRss = 0;
 const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 200);

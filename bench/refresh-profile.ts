@@ -10,7 +10,6 @@
  * A bench venue ends a second before midnight: the first refresh closes a day for every open risk position; run it
  * once with --tail-seconds 2 --commit, then profile.
  */
-import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { loadMids } from '../core/analytics/build.ts';
@@ -19,20 +18,15 @@ import type { ColumnarRunner } from '../core/query.ts';
 import { loadRankingEngine } from '../core/ranking-engine.ts';
 import { ensureWalletLinks } from '../core/rankings.ts';
 import { openDuckDB, queryRows } from '../data/duckdb.ts';
-import { DEFAULT_END } from '../data/generator/config.ts';
-import { DEMO_VENUE, REAL_MARKETS_CSV } from '../data/generator/defaults.ts';
 import { LiveTail } from '../data/live-tail/tail.ts';
 import { duckRunner } from '../data/runner.ts';
 import { createVenueViews, migrateVenue } from '../data/schema.ts';
 import { persisted } from '../jobs/analytics/engine.ts';
 import { metricOrdersOffThread } from '../jobs/analytics/rank-orders.ts';
+import { LIVE_VENUE_ARGS, liveVenue } from './live-venue-args.ts';
 
 const Args = z.object({
-  db: z.string().optional(),
-  wallets: z.coerce.number().int().min(50).default(DEMO_VENUE.wallets),
-  days: z.coerce.number().int().min(2).default(DEMO_VENUE.days),
-  seed: z.coerce.number().int().min(0).default(DEMO_VENUE.seed),
-  rate: z.coerce.number().positive().max(10_000).default(68),
+  ...LIVE_VENUE_ARGS,
   'tail-seconds': z.coerce.number().min(0).default(0),
   runs: z.coerce.number().int().min(1).default(1),
   'min-ms': z.coerce.number().min(0).default(300),
@@ -49,8 +43,7 @@ const { values } = parseArgs({
   },
 });
 const a = Args.parse(values);
-const venue = { wallets: a.wallets, days: a.days, seed: a.seed, end: DEFAULT_END, realMarketsCsv: REAL_MARKETS_CSV };
-const dbPath = resolve(a.db ?? `var/demo-w${a.wallets}-d${a.days}-s${a.seed}/venue.duckdb`);
+const { venue, dbPath } = liveVenue(a);
 const explain = a.explain ? new RegExp(a.explain) : null;
 
 const { instance, conn } = await openDuckDB({ path: dbPath, threads: 2, memoryLimit: a['memory-limit'] });

@@ -169,7 +169,6 @@ export class RankingEngine {
     return indexOfSorted(this.cols.walletId, walletId);
   }
 
-
   /** Rows in the cohort (1) before the gates (in the scratch mask); `gates` then keeps those passing every gate. */
   private cohort(cfg: RankingConfig, asOfUs: number): Uint8Array {
     const c = this.cols;

@@ -13,20 +13,13 @@
 import type { ScanBatch } from '../query.ts';
 import type { MidIndex } from './mid-index.ts';
 import { tokenOf } from './mid-index.ts';
-import { ALPHA_HORIZON_US, type MarketFacts } from './position-stream.ts';
+import { ALPHA_HORIZON_US, type MarketFacts, type PositionOut } from './position-stream.ts';
 
-/** One position's alpha sums after the horizons that fell due (the stored columns of a_position_state). */
-export interface AlphaSums {
-  wallet_id: number;
-  market_id: number;
-  outcome_index: number;
-  a1_num: number;
-  a1_den: number;
-  a1_n: number;
-  a24_num: number;
-  a24_den: number;
-  a24_n: number;
-}
+/** The key and horizon-sum columns of a position (a_position_state's names), which a due horizon moves. */
+export const ALPHA_SUM_KEYS = ['wallet_id', 'market_id', 'outcome_index', 'a1_num', 'a1_den', 'a1_n', 'a24_num', 'a24_den', 'a24_n'] as const;
+
+/** One position's alpha sums after the horizons that fell due. */
+export type AlphaSums = Pick<PositionOut, (typeof ALPHA_SUM_KEYS)[number]>;
 
 /**
  * Folds due fills onto stored sums. Feed batches of the due fills in stream order (LEGS_ORDER) with columns
@@ -87,7 +80,7 @@ export class AlphaCatchUp {
       const sign = q[i]! > 0 ? 1 : -1;
       const t1 = ts[i]! + ALPHA_HORIZON_US.h1;
       if (t1 > this.tOld && t1 <= this.tNew) {
-        const v = this.resolvedAt <= t1 ? this.payout : this.mids.at(this.token, t1);
+        const v = this.valueAt(t1);
         if (!Number.isNaN(v)) {
           s.a1_num += size[i]! * sign * (v - price[i]!);
           s.a1_den += size[i]!;
@@ -96,7 +89,7 @@ export class AlphaCatchUp {
       }
       const t24 = ts[i]! + ALPHA_HORIZON_US.h24;
       if (t24 > this.tOld && t24 <= this.tNew) {
-        const v = this.resolvedAt <= t24 ? this.payout : this.mids.at(this.token, t24);
+        const v = this.valueAt(t24);
         if (!Number.isNaN(v)) {
           s.a24_num += size[i]! * sign * (v - price[i]!);
           s.a24_den += size[i]!;
@@ -104,6 +97,11 @@ export class AlphaCatchUp {
         }
       }
     }
+  }
+
+  /** The current token's value at t, as the stream reads it: the payout once resolved by t, else the mid (NaN: none). */
+  private valueAt(t: number): number {
+    return this.resolvedAt <= t ? this.payout : this.mids.at(this.token, t);
   }
 
   finish(): void {

@@ -51,6 +51,17 @@ export const ENGINE_MIGRATIONS: Record<number, readonly string[]> = {
   ],
 };
 
+/** The statements that migrate a state of engine schema `from` to ENGINE_SCHEMA ([] when current), or null when none can. */
+export function migrationSteps(from: number): string[] | null {
+  const steps: string[] = [];
+  for (let s = from; s < ENGINE_SCHEMA; s++) {
+    const m = ENGINE_MIGRATIONS[s];
+    if (!m) return null;
+    steps.push(...m);
+  }
+  return from > ENGINE_SCHEMA ? null : steps;
+}
+
 /** The newest arrival batch of the venue tables (what a state built now has seen). */
 export async function venueWatermark(db: ColumnarRunner): Promise<number> {
   const [r] = await db.all<{ w: number }>(

@@ -33,6 +33,11 @@ export const MARKS_DDL = `CREATE TABLE IF NOT EXISTS a_marks (market_id INTEGER 
  */
 export const POSITIONS_VIEW_DDL = `CREATE OR REPLACE VIEW a_positions AS ${positionsSql('a_position_state')}`;
 
+/** a_positions of the wallets listed in `walletTable`: their state rows filtered before the view's joins. */
+export function walletPositionsSql(walletTable: string): string {
+  return positionsSql(`(SELECT * FROM a_position_state WHERE wallet_id IN (SELECT wallet_id FROM ${walletTable}))`);
+}
+
 /**
  * The SELECT of a_positions over `stateSource` (a_position_state, or a subquery of some of its rows: a refresh reads
  * its wallets' positions this way, so the state is filtered before the joins instead of after them).

@@ -32,7 +32,7 @@ import { refreshRankBase, writeRankBase } from '../rankings.ts';
 import { loadRankColumns, loadRankingEngine, writeBoards, type OrdersOf, type RankingEngine } from '../ranking-engine.ts';
 import { patchEngine } from '../ranking-patch.ts';
 import { sharpCutoff } from '../tags.ts';
-import { tsLiteral, type AsOf, type ColumnType, type ColumnarRunner } from '../query.ts';
+import { tsLiteral, type AsOf, type ColumnarRunner } from '../query.ts';
 import {
   BEST_CATEGORY_SQL,
   LEG_SCAN_COLUMNS,
@@ -46,13 +46,13 @@ import {
 } from './build.ts';
 import { RANKED_DEVIATES_SQL, refreshCohortSql, writeCohortSql } from './cohort.ts';
 import { LEGS_ORDER, LEGS_TABLE, appendLegsSql, inventoryLegsSql } from './legs.ts';
-import { positionsSql } from './positions.ts';
+import { POSITION_STATE_COLUMNS, walletPositionsSql } from './positions.ts';
 import type { MidIndex } from './mid-index.ts';
 import { tokenOf } from './mid-index.ts';
 import { ALPHA_HORIZON_US, DAY_US, PositionStream } from './position-stream.ts';
 import { DAY_VALUES_DDL, RISK_WINDOW_DAYS, dayCloseSql, dayCloseTokensSql, pruneRiskDailySql, riskStatsSql, riskWindow } from './risk.ts';
 import { alphaSql, medianFillSql, pnlSql, type WalletScope } from './wallets.ts';
-import { AlphaCatchUp, type AlphaSums } from './alpha-due.ts';
+import { ALPHA_SUM_KEYS, AlphaCatchUp, type AlphaSums } from './alpha-due.ts';
 
 /** What a state is as of: the venue clock T and the last arrival batch seen. */
 export interface StateMark {
@@ -81,10 +81,9 @@ export interface RefreshReport {
 const REFRESH_WORK_TABLES = ['revalue', 'revalued', 'new_mids', 'late_mids', 'dirty_pos', 'mark_wallets', 'dirty_legs', 'late_legs', 'late_wallets', 'full_wallets',
   'scoped_positions', 'scoped_fill_legs', 'scoped_holds', 'scoped_median_fill', 'due_legs', 'alpha_due', 'alpha_only', 'mark_only', 'clusters_before', 'rank_changed', 'metrics_changed', 'day_values', 'day_legs', 'mark_tokens'];
 
-const ALPHA_DUE_COLUMNS = [
-  ['wallet_id', 'INTEGER'], ['market_id', 'INTEGER'], ['outcome_index', 'UTINYINT'], ['a1_num', 'DOUBLE'], ['a1_den', 'DOUBLE'], ['a1_n', 'INTEGER'],
-  ['a24_num', 'DOUBLE'], ['a24_den', 'DOUBLE'], ['a24_n', 'INTEGER'],
-] as const satisfies readonly (readonly [keyof AlphaSums, ColumnType])[];
+/** alpha_due: a_position_state's key and horizon-sum columns, as the state declares them. */
+const ALPHA_DUE_COLUMNS = POSITION_STATE_COLUMNS.filter((c): c is Extract<(typeof POSITION_STATE_COLUMNS)[number], readonly [keyof AlphaSums, string]> =>
+  (ALPHA_SUM_KEYS as readonly string[]).includes(c[0]));
 
 const us = (d: Date) => d.getTime() * 1000;
 const tsUs = (x: number) => `make_timestamp(${Math.round(x)}::BIGINT)`;
@@ -122,8 +121,13 @@ function cutoffBandSql(cutoffBefore: number, cutoffAfter: number): string | null
  * a row is a function of the wallet's own per-wallet rows (the percentiles are in a_wallet_pctiles).
  */
 export function metricsChangedSql(cutoffBefore: number, cutoffAfter: number): string {
+  return `SELECT DISTINCT wallet_id FROM (${ownRowsChangedSql(cutoffBefore, cutoffAfter)}) ORDER BY wallet_id`;
+}
+
+/** The wallets with new per-wallet rows and those the cut-off's move re-tags (a UNION ALL, repeats possible). */
+function ownRowsChangedSql(cutoffBefore: number, cutoffAfter: number): string {
   const band = cutoffBandSql(cutoffBefore, cutoffAfter);
-  return `SELECT DISTINCT wallet_id FROM (SELECT wallet_id FROM dirty_wallets ${band ? `UNION ALL ${band}` : ''}) ORDER BY wallet_id`;
+  return `SELECT wallet_id FROM dirty_wallets ${band ? `UNION ALL ${band}` : ''}`;
 }
 
 /**
@@ -134,14 +138,12 @@ export function metricsChangedSql(cutoffBefore: number, cutoffAfter: number): st
  * function of the wallet's own rows.
  */
 export function rankChangedSql(cutoffBefore: number, cutoffAfter: number): string {
-  const band = cutoffBandSql(cutoffBefore, cutoffAfter);
   return `SELECT DISTINCT wallet_id FROM (
-      SELECT wallet_id FROM dirty_wallets
+      ${ownRowsChangedSql(cutoffBefore, cutoffAfter)}
       UNION ALL SELECT wallet_id FROM clusters_before b FULL JOIN a_clusters a USING (wallet_id)
         WHERE a.cluster_id IS DISTINCT FROM b.cluster_id OR a.cluster_size IS DISTINCT FROM b.cluster_size
       UNION ALL SELECT wallet_id FROM wallet_links l FULL JOIN (SELECT wallet_id, linked_user_id AS user_id FROM a_rank_base WHERE linked_user_id IS NOT NULL) b
-        USING (wallet_id) WHERE l.user_id IS DISTINCT FROM b.user_id
-      ${band ? `UNION ALL ${band}` : ''})
+        USING (wallet_id) WHERE l.user_id IS DISTINCT FROM b.user_id)
     ORDER BY wallet_id`;
 }
 
@@ -303,8 +305,7 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
 
   // --- horizons that fell due on positions with no other change: their alpha sums, folded on in stream order
   const alphaPositions = await timed('alpha_due', async () => {
-    await db.run(`CREATE OR REPLACE TEMP TABLE alpha_due (wallet_id INTEGER, market_id INTEGER, outcome_index UTINYINT,
-      a1_num DOUBLE, a1_den DOUBLE, a1_n INTEGER, a24_num DOUBLE, a24_den DOUBLE, a24_n INTEGER)`);
+    await db.run(`CREATE OR REPLACE TEMP TABLE alpha_due (${ALPHA_DUE_COLUMNS.map(([n, t]) => `${n} ${t}`).join(', ')})`);
     const sums: AlphaSums[] = [];
     const markets = await loadMarketFacts(db, to.asOf);
     const catchUp = new AlphaCatchUp(mids, markets, us(from.asOf), us(to.asOf), (x) => sums.push(x));
@@ -317,10 +318,9 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     );
     catchUp.finish();
     if (sums.length) {
-      const cols = ALPHA_DUE_COLUMNS;
-      const w = await db.writer('alpha_due', cols.map(([name, type]) => ({ name, type })));
+      const w = await db.writer('alpha_due', ALPHA_DUE_COLUMNS.map(([name, type]) => ({ name, type })));
       for (const x of sums) {
-        cols.forEach(([name], j) => w.set(j, x[name]));
+        ALPHA_DUE_COLUMNS.forEach(([name], j) => w.set(j, x[name]));
         w.next();
       }
       await w.close();
@@ -397,15 +397,14 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
 
   // --- per-wallet rows of every wallet touched
   const wallets = await timed('wallets', async () => {
-    // a wallet whose only change is a moved mark changes only its unrealized P&L (a_pnl); the others (full_wallets)
-    // get every per-wallet row again, from their positions, fill legs and holds read once (each statement would
-    // otherwise scan the whole tables)
+    // full_wallets get every per-wallet row again, from their positions, fill legs and holds read once (each
+    // statement would otherwise scan the whole tables)
     await db.run(`CREATE OR REPLACE TEMP TABLE full_wallets AS SELECT DISTINCT wallet_id FROM (SELECT wallet_id FROM dirty_pos UNION ALL SELECT wallet_id FROM late_wallets)`);
     await db.run(`CREATE OR REPLACE TEMP TABLE dirty_wallets AS SELECT wallet_id FROM full_wallets
         ${markWallets > 0 ? 'UNION SELECT wallet_id FROM mark_wallets' : ''} ${alphaPositions > 0 ? 'UNION SELECT wallet_id FROM alpha_due' : ''}`);
     const inScope = `wallet_id IN (SELECT wallet_id FROM full_wallets)`;
     // the state rows first, then the view's joins (the view filtered afterwards joined all 64M rows at full scale)
-    await db.run(`CREATE OR REPLACE TEMP TABLE scoped_positions AS ${positionsSql(`(SELECT * FROM a_position_state WHERE ${inScope})`)}`);
+    await db.run(`CREATE OR REPLACE TEMP TABLE scoped_positions AS ${walletPositionsSql('full_wallets')}`);
     await db.run(`CREATE OR REPLACE TEMP TABLE scoped_fill_legs AS SELECT wallet_id, kind, ts, size_usdc FROM ${LEGS_TABLE} WHERE kind IN (1, 2) AND ${inScope}`);
     await db.run(`CREATE OR REPLACE TEMP TABLE scoped_holds AS SELECT * FROM a_holds WHERE ${inScope}`);
     const scope: WalletScope = { table: 'full_wallets', positions: 'scoped_positions', fillLegs: 'scoped_fill_legs', holds: 'scoped_holds' };
@@ -417,19 +416,15 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     }
     await db.run(`DELETE FROM a_best_category WHERE ${inScope}`);
     await db.run(`INSERT INTO a_best_category ${BEST_CATEGORY_SQL} AND ${inScope}`);
-    if (markWallets > 0) {
-      await db.run(`CREATE OR REPLACE TEMP TABLE mark_only AS SELECT wallet_id FROM mark_wallets EXCEPT SELECT wallet_id FROM full_wallets`);
-      await db.run(`DELETE FROM a_pnl WHERE wallet_id IN (SELECT wallet_id FROM mark_only)`);
-      const positions = `(${positionsSql(`(SELECT * FROM a_position_state WHERE wallet_id IN (SELECT wallet_id FROM mark_only))`)})`;
-      await db.run(`INSERT INTO a_pnl SELECT * FROM (${pnlSql({ table: 'mark_only', positions })})`);
-    }
-    if (alphaPositions > 0) {
-      // a wallet whose only change is a horizon that fell due: its alpha row
-      await db.run(`CREATE OR REPLACE TEMP TABLE alpha_only AS SELECT DISTINCT wallet_id FROM alpha_due EXCEPT SELECT wallet_id FROM full_wallets`);
-      const positions = `(${positionsSql(`(SELECT * FROM a_position_state WHERE wallet_id IN (SELECT wallet_id FROM alpha_only))`)})`;
-      await db.run(`DELETE FROM a_alpha WHERE wallet_id IN (SELECT wallet_id FROM alpha_only)`);
-      await db.run(`INSERT INTO a_alpha SELECT * FROM (${alphaSql({ table: 'alpha_only', positions })})`);
-    }
+    // a wallet not in full_wallets whose only change is a moved mark gets its P&L row again; one whose only change is
+    // a horizon that fell due, its alpha row
+    const onlyRow = async (only: string, source: string, table: string, select: (scope: WalletScope) => string) => {
+      await db.run(`CREATE OR REPLACE TEMP TABLE ${only} AS SELECT wallet_id FROM ${source} EXCEPT SELECT wallet_id FROM full_wallets`);
+      await db.run(`DELETE FROM ${table} WHERE wallet_id IN (SELECT wallet_id FROM ${only})`);
+      await db.run(`INSERT INTO ${table} SELECT * FROM (${select({ table: only, positions: `(${walletPositionsSql(only)})` })})`);
+    };
+    if (markWallets > 0) await onlyRow('mark_only', 'mark_wallets', 'a_pnl', pnlSql);
+    if (alphaPositions > 0) await onlyRow('alpha_only', 'alpha_due', 'a_alpha', alphaSql);
     const [c] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM dirty_wallets`);
     return Number(c?.n ?? 0);
   });

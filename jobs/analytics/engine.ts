@@ -12,7 +12,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
-import { ENGINE_MIGRATIONS, ENGINE_SCHEMA, fullBuild, loadMids, type BuildReport } from '../../core/analytics/build.ts';
+import { fullBuild, loadMids, migrationSteps, type BuildReport } from '../../core/analytics/build.ts';
 import type { MidIndex } from '../../core/analytics/mid-index.ts';
 import type { RankingEngine } from '../../core/ranking-engine.ts';
 import { refresh, venueWatermark, type RefreshReport, type StateMark } from '../../core/analytics/refresh.ts';
@@ -59,18 +59,18 @@ export async function persisted(conn: DuckDBConnection): Promise<(StateMark & { 
   );
   if (!m) return null;
   // an older schema with migrations all the way: migrate in one transaction (a failure leaves the state as it was)
-  let schema = Number(m.engine_schema);
-  if (schema < ENGINE_SCHEMA && Array.from({ length: ENGINE_SCHEMA - schema }, (_, i) => ENGINE_MIGRATIONS[schema + i]).every(Boolean)) {
+  const steps = migrationSteps(Number(m.engine_schema));
+  if (!steps) return null;
+  if (steps.length) {
     await conn.run('BEGIN TRANSACTION');
     try {
-      for (; schema < ENGINE_SCHEMA; schema++) for (const sql of ENGINE_MIGRATIONS[schema]!) await conn.run(sql);
+      for (const sql of steps) await conn.run(sql);
       await conn.run('COMMIT');
     } catch (e) {
       await conn.run('ROLLBACK').catch(() => {});
       throw e;
     }
   }
-  if (schema !== ENGINE_SCHEMA) return null;
   return { asOf: new Date(m.as_of), watermark: Number(m.watermark), version: Number(m.version), builtAt: new Date(m.built_at) };
 }
 
