@@ -20,7 +20,7 @@ import { scoreBoards, type OrdersOf, type RankingEngine } from '../ranking-engin
 import { sharpCutoff } from '../tags.ts';
 import { tsLiteral, type AsOf, type ColumnarRunner, type TableColumns, type ScanBatch } from '../query.ts';
 import { RANKED_DEVIATES_SQL, WALLET_PCTILE_COLUMNS, writeCohortSql } from './cohort.ts';
-import { LEGS_DDL, LEGS_ORDER, LEGS_TABLE, createLegsSql } from './legs.ts';
+import { LEGS_DDL, LEGS_ORDER, LEGS_TABLE, createHorizonFillsSql, createLegsSql } from './legs.ts';
 import { MidIndex, tokenOf } from './mid-index.ts';
 import { HOLDS_COLUMNS, HOLDS_DDL, MARKS_DDL, POSITIONS_VIEW_DDL, POSITION_STATE_COLUMNS, POSITION_STATE_DDL } from './positions.ts';
 import { DAY_US, PositionStream, type LegBatch, type MarketFacts, type StreamSinks } from './position-stream.ts';
@@ -31,13 +31,14 @@ import { alphaSql, calibrationSql, categorySql, featuresSql, medianFillSql, pnlS
  * Bumped when the shape of the a_* tables changes: a state of an older schema is migrated when ENGINE_MIGRATIONS has
  * the steps from it, otherwise rebuilt.
  */
-export const ENGINE_SCHEMA = 2;
+export const ENGINE_SCHEMA = 3;
 
 /**
  * Migrations of a persisted state, by the schema they start from (each ends one schema later). A migration is run by
  * the builder inside a transaction, so a state is either migrated or left as it was.
  * - 1 -> 2: the percentiles leave a_wallet_metrics (and the rank base) for a_wallet_pctiles; a_wallet_metrics gets its
  *   wallet index (a refresh replaces rows).
+ * - 2 -> 3: a_horizon_fills (legs.ts), the fill legs whose alpha horizons are still ahead.
  */
 export const ENGINE_MIGRATIONS: Record<number, readonly string[]> = {
   1: [
@@ -49,6 +50,7 @@ export const ENGINE_MIGRATIONS: Record<number, readonly string[]> = {
     `CREATE INDEX a_rank_base_wallet ON a_rank_base (wallet_id)`,
     `UPDATE a_meta SET engine_schema = 2`,
   ],
+  2: [createHorizonFillsSql(`(SELECT as_of FROM a_meta LIMIT 1)`), `UPDATE a_meta SET engine_schema = 3`],
 };
 
 /** The statements that migrate a state of engine schema `from` to ENGINE_SCHEMA ([] when current), or null when none can. */
@@ -354,6 +356,7 @@ export async function fullBuild(db: ColumnarRunner, asOf: AsOf, opts: FullBuildO
   await timed('legs', async () => {
     if (!opts.legsReady) await db.run(createLegsSql(watermark));
     else await db.run(LEGS_DDL);
+    await db.run(createHorizonFillsSql(T));
   });
   const mids = opts.mids ?? (await timed('mids', () => loadMids(db, watermark)));
   if (opts.mids) seconds.mids = 0;

@@ -11,6 +11,7 @@
  * received, the NO tokens leave for exactly that USDC and the YES tokens received cost nothing. Mids are the latest
  * at or before the event (0.5 when there is none). The event's USDC is booked on its first leg (by market, outcome).
  */
+import { ALPHA_HORIZON_US } from './position-stream.ts';
 
 export const LEGS_TABLE = 'a_legs';
 
@@ -96,4 +97,33 @@ export function createLegsSql(upToSeq: number): string {
 export function appendLegsSql(afterSeq: number, upToSeq: number): string[] {
   const w = `seq > ${afterSeq} AND seq <= ${upToSeq}`;
   return [`DELETE FROM ${LEGS_TABLE} WHERE ${w}`, `INSERT INTO ${LEGS_TABLE} ${fillLegsSql(w)} UNION ALL SELECT * FROM (${inventoryLegsSql(w)})`];
+}
+
+/**
+ * a_horizon_fills: the fill legs whose +24 h alpha horizon is still ahead of the state's T (ts > T - 24 h), in time
+ * order. Only they can have a horizon fall due at a later refresh (alpha-due.ts), so that rule reads this small
+ * table (a day of fills) instead of every leg (a_legs is in wallet order: a time filter skips none of it).
+ */
+export const HORIZON_FILLS_TABLE = 'a_horizon_fills';
+const HORIZON_FILL_COLUMNS = 'wallet_id, market_id, outcome_index, ts, log_index, kind, q, price, size_usdc, seq';
+const horizonStart = (T: string) => `${T} - INTERVAL ${ALPHA_HORIZON_US.h24 / 1e6} SECOND`;
+
+/** a_horizon_fills of a full build as of T (a SQL timestamp), from a_legs. */
+export function createHorizonFillsSql(T: string): string {
+  return `CREATE OR REPLACE TABLE ${HORIZON_FILLS_TABLE} AS SELECT ${HORIZON_FILL_COLUMNS} FROM ${LEGS_TABLE}
+    WHERE kind IN (1, 2) AND ts > ${horizonStart(T)} ORDER BY ts`;
+}
+
+/** Add the fill legs of arrival batches (afterSeq, upToSeq] whose 24 h horizon is after Tnew (run after appendLegsSql). */
+export function appendHorizonFillsSql(afterSeq: number, upToSeq: number, Tnew: string): string[] {
+  const w = `seq > ${afterSeq} AND seq <= ${upToSeq}`;
+  return [
+    `DELETE FROM ${HORIZON_FILLS_TABLE} WHERE ${w}`,
+    `INSERT INTO ${HORIZON_FILLS_TABLE} SELECT ${HORIZON_FILL_COLUMNS} FROM ${LEGS_TABLE} WHERE ${w} AND kind IN (1, 2) AND ts > ${horizonStart(Tnew)} ORDER BY ts`,
+  ];
+}
+
+/** Drop the fills whose every horizon is due by Tnew (once the due-horizon rule has read them). */
+export function pruneHorizonFillsSql(Tnew: string): string {
+  return `DELETE FROM ${HORIZON_FILLS_TABLE} WHERE ts <= ${horizonStart(Tnew)}`;
 }

@@ -45,7 +45,7 @@ import {
   writeMarks,
 } from './build.ts';
 import { RANKED_DEVIATES_SQL, refreshCohortSql, writeCohortSql } from './cohort.ts';
-import { LEGS_ORDER, LEGS_TABLE, appendLegsSql, inventoryLegsSql } from './legs.ts';
+import { HORIZON_FILLS_TABLE, LEGS_ORDER, LEGS_TABLE, appendHorizonFillsSql, appendLegsSql, inventoryLegsSql, pruneHorizonFillsSql } from './legs.ts';
 import { POSITION_STATE_COLUMNS, walletPositionsSql } from './positions.ts';
 import type { MidIndex } from './mid-index.ts';
 import { tokenOf } from './mid-index.ts';
@@ -176,6 +176,7 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
   // --- venue rows that arrived: legs, mids
   const newLegs = await timed('legs', async () => {
     for (const sql of appendLegsSql(W0, W1)) await db.run(sql);
+    for (const sql of appendHorizonFillsSql(W0, W1, Tnew)) await db.run(sql);
     const [n] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM ${LEGS_TABLE} WHERE ${newRows}`);
     return Number(n?.n ?? 0);
   });
@@ -262,9 +263,11 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     await db.run(`CREATE OR REPLACE TEMP TABLE dirty_pos AS SELECT DISTINCT * FROM (${parts.join(' UNION ALL ')})`);
     // 2. horizons that fell due (read below in LEGS_ORDER): the due fills of positions with no other change get their alpha terms folded on
     // (alpha-due.ts), the others are restreamed anyway
+    // (a_horizon_fills holds every fill leg whose 24 h horizon was after T_old, in time order: a small range scan)
     await db.run(`CREATE OR REPLACE TEMP TABLE due_legs AS SELECT wallet_id, market_id, outcome_index, ts, log_index, kind, q, price, size_usdc
-      FROM ${LEGS_TABLE} WHERE kind IN (1, 2) AND seq <= ${W0} AND ts <= ${Told}
+      FROM ${HORIZON_FILLS_TABLE} WHERE seq <= ${W0} AND ts <= ${Told}
         AND ((ts + ${h1} > ${Told} AND ts + ${h1} <= ${Tnew}) OR (ts + ${h24} > ${Told} AND ts + ${h24} <= ${Tnew}))`);
+    await db.run(pruneHorizonFillsSql(Tnew));
     await db.run(`DELETE FROM due_legs WHERE (wallet_id, market_id, outcome_index) IN (SELECT (wallet_id, market_id, outcome_index) FROM dirty_pos)`);
     const [c] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM dirty_pos`);
     return Number(c?.n ?? 0);

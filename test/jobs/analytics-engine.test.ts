@@ -137,7 +137,7 @@ it('a resolution written while a refresh runs is in the next version, and the st
   }
 }, 300_000);
 
-it('a state of engine schema 1 (percentiles inside a_wallet_metrics and the rank base) is migrated on start, not rebuilt, and refreshes on', async () => {
+it('a state of engine schema 1 (percentiles inside a_wallet_metrics and the rank base, no a_horizon_fills) is migrated on start, not rebuilt, and refreshes on', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'engine-migrate-'));
   dirs.push(dir);
   const path = join(dir, 'venue.duckdb');
@@ -152,6 +152,7 @@ it('a state of engine schema 1 (percentiles inside a_wallet_metrics and the rank
     await conn.run(`DROP INDEX a_rank_base_wallet`);
     await conn.run(`CREATE OR REPLACE TABLE a_rank_base AS SELECT r.*, p.* EXCLUDE (wallet_id) FROM a_rank_base r JOIN a_wallet_pctiles p USING (wallet_id) ORDER BY wallet_id`);
     await conn.run(`DROP TABLE a_wallet_pctiles`);
+    await conn.run(`DROP TABLE a_horizon_fills`); // schema 3's
     await conn.run(`UPDATE a_meta SET engine_schema = 1`);
     const logs: string[] = [];
     const engine = await AnalyticsEngine.open(instance, { now: () => new Date(START + t0), log: (m) => logs.push(m) });
