@@ -9,7 +9,7 @@ import { getAddress } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fullBuild, loadMids } from '../../core/analytics/build.ts';
 import { refresh } from '../../core/analytics/refresh.ts';
-import { RankingEngine, loadRankColumns, metricOrders, sortedMeasured, writeBoards, type RankColumns } from '../../core/ranking-engine.ts';
+import { RankingEngine, boardOrder, loadRankColumns, metricOrders, sortedMeasured, writeBoards, type RankColumns } from '../../core/ranking-engine.ts';
 import { patchEngine } from '../../core/ranking-patch.ts';
 import { GATE_FIELDS, METRIC_IDS, RankingConfig, buildBoards, customRanking, type GateField, type MetricId } from '../../core/rankings.ts';
 import { SMART_MONEY_TAGS } from '../../core/tags.ts';
@@ -39,6 +39,26 @@ it('sortedMeasured orders measured rows by value, ties by row, and skips the res
       const value = Float64Array.from(rows.map(([, x]) => x / 2));
       const want = rows.map((r, i) => ({ r, i })).filter(({ r }) => r[0]).sort((a, b) => a.r[1] - b.r[1] || a.i - b.i).map(({ i }) => i);
       expect([...sortedMeasured(measured, value)]).toEqual(want);
+    }),
+  );
+});
+
+it('boardOrder gives the comparator order: key best first (either direction), NaN keys last, ties by row, unscored rows out', () => {
+  const num = fc.oneof(fc.constant(Number.NaN), fc.constant(0), fc.constant(-0), fc.integer({ min: -4, max: 4 }).map((x) => x / 4));
+  fc.assert(
+    fc.property(fc.array(fc.tuple(num, num), { maxLength: 80 }), fc.boolean(), (rows, desc) => {
+      const composite = Float64Array.from(rows.map(([c]) => c));
+      const key = Float64Array.from(rows.map(([, k]) => k));
+      // the comparator score() hands the page ranker (brute force over every pair)
+      const before = (a: number, b: number) => {
+        const na = Number.isNaN(key[a]!);
+        const nb = Number.isNaN(key[b]!);
+        if (na !== nb) return na ? 1 : -1;
+        if (!na && key[a] !== key[b]) return desc ? key[b]! - key[a]! : key[a]! - key[b]!;
+        return a - b;
+      };
+      const want = rows.map((_, i) => i).filter((i) => !Number.isNaN(composite[i]!)).sort(before);
+      expect([...boardOrder(composite, key, desc)]).toEqual(want);
     }),
   );
 });
