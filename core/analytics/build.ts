@@ -22,7 +22,7 @@ import { tsLiteral, type AsOf, type ColumnarRunner, type TableColumns, type Scan
 import { RANKED_DEVIATES_SQL, WALLET_PCTILE_COLUMNS, writeCohortSql } from './cohort.ts';
 import { LEGS_DDL, LEGS_ORDER, LEGS_TABLE, createHorizonFillsSql, createLegsSql } from './legs.ts';
 import { MidIndex, tokenOf } from './mid-index.ts';
-import { HOLDS_COLUMNS, HOLDS_DDL, MARKS_DDL, POSITIONS_VIEW_DDL, POSITION_STATE_COLUMNS, POSITION_STATE_DDL } from './positions.ts';
+import { HOLDS_COLUMNS, HOLDS_DDL, MARKS_DDL, POSITIONS_VIEW_DDL, POSITION_STATE_COLUMNS, POSITION_STATE_DDL, RESUME_COLUMNS } from './positions.ts';
 import { DAY_US, PositionStream, type LegBatch, type MarketFacts, type StreamSinks } from './position-stream.ts';
 import { RISK_DAILY_COLUMNS, RISK_DAILY_DDL, RISK_POSITIONS_COLUMNS, RISK_POSITIONS_DDL, RISK_WINDOW_DAYS, keepRiskDay, riskStatsSql } from './risk.ts';
 import { alphaSql, calibrationSql, categorySql, featuresSql, medianFillSql, pnlSql, styleSql, type WalletScope } from './wallets.ts';
@@ -31,7 +31,7 @@ import { alphaSql, calibrationSql, categorySql, featuresSql, medianFillSql, pnlS
  * Bumped when the shape of the a_* tables changes: a state of an older schema is migrated when ENGINE_MIGRATIONS has
  * the steps from it, otherwise rebuilt.
  */
-export const ENGINE_SCHEMA = 3;
+export const ENGINE_SCHEMA = 4;
 
 /**
  * Migrations of a persisted state, by the schema they start from (each ends one schema later). A migration is run by
@@ -39,6 +39,9 @@ export const ENGINE_SCHEMA = 3;
  * - 1 -> 2: the percentiles leave a_wallet_metrics (and the rank base) for a_wallet_pctiles; a_wallet_metrics gets its
  *   wallet index (a refresh replaces rows).
  * - 2 -> 3: a_horizon_fills (legs.ts), the fill legs whose alpha horizons are still ahead.
+ * - 3 -> 4: a_position_state gets the stream's unrounded state (a refresh continues a position from it) and a row
+ *   for each wallet that only redeemed a token; a_holds its episode numbers. The state columns stay NULL (and the
+ *   position is restreamed, not continued, when it next changes): only a restream can give them.
  */
 export const ENGINE_MIGRATIONS: Record<number, readonly string[]> = {
   1: [
@@ -51,6 +54,16 @@ export const ENGINE_MIGRATIONS: Record<number, readonly string[]> = {
     `UPDATE a_meta SET engine_schema = 2`,
   ],
   2: [createHorizonFillsSql(`(SELECT as_of FROM a_meta LIMIT 1)`), `UPDATE a_meta SET engine_schema = 3`],
+  3: [
+    ...RESUME_COLUMNS.map(([name, type]) => `ALTER TABLE a_position_state ADD COLUMN ${name} ${type}`),
+    `ALTER TABLE a_holds ADD COLUMN episode INTEGER`,
+    // the redemption-only rows (first_ts NULL), so that a position without a row has no leg
+    `INSERT INTO a_position_state (wallet_id, market_id, outcome_index, shares, cost_basis, trade_pnl, bought_shares, volume_usdc,
+        trades, n_taker, n_buys, n_contra, redeemed_shares, a1_num, a1_den, a1_n, a24_num, a24_den, a24_n, ares_num, ares_den, ares_n)
+      SELECT wallet_id, market_id, outcome_index, 0, 0, 0, 0, 0, 0, 0, 0, 0, sum(-q), 0, 0, 0, 0, 0, 0, 0, 0, 0
+      FROM ${LEGS_TABLE} WHERE ts <= (SELECT as_of FROM a_meta LIMIT 1) GROUP BY ALL HAVING bool_and(kind = 3)`,
+    `UPDATE a_meta SET engine_schema = 4`,
+  ],
 };
 
 /** The statements that migrate a state of engine schema `from` to ENGINE_SCHEMA ([] when current), or null when none can. */
@@ -250,6 +263,17 @@ export async function tableSinks(db: ColumnarRunner, tUs: number, write: { posit
       pos.set(25, p.ares_num);
       pos.set(26, p.ares_den);
       pos.set(27, p.ares_n);
+      pos.set(28, p.raw_shares);
+      pos.set(29, p.raw_cost);
+      pos.set(30, p.raw_pnl);
+      pos.set(31, p.raw_bought);
+      pos.set(32, p.raw_buy_notional);
+      pos.set(33, p.raw_volume);
+      pos.set(34, p.last_leg_ts);
+      pos.set(35, p.ep_start);
+      pos.set(36, p.ep_exit);
+      pos.set(37, p.ep_cost);
+      pos.set(38, p.episodes);
       pos.next();
     },
     hold: (h) => {
@@ -262,6 +286,7 @@ export async function tableSinks(db: ColumnarRunner, tUs: number, write: { posit
       hold.set(6, h.end_ts);
       hold.set(7, h.to_resolution);
       hold.set(8, h.hold_hours);
+      hold.set(9, h.episode);
       hold.next();
     },
     ...(rd && rp

@@ -67,9 +67,19 @@ export interface StreamOptions {
   markets: MarketFacts;
   /** set in a full build: daily returns of every wallet over the completed days of the window */
   risk?: RiskWindow;
+  /**
+   * A position's stored state to continue from (a refresh whose new legs all follow the stored ones): the stream
+   * starts the position from it instead of from nothing, so the legs passed in are only the new ones.
+   */
+  resume?: (wallet: number, market: number, outcome: number) => PositionOut | undefined;
 }
 
-/** One position as the stream leaves it (a_positions' state columns); rounded as the build stores them. */
+/**
+ * One position as the stream leaves it (a_position_state's columns): the figures rounded as a_positions shows them,
+ * and the unrounded state the stream goes on from when a later refresh continues the position (raw_*, the current
+ * hold episode, the last leg's time). A wallet that only redeemed a token (no other leg) has a row too, with
+ * first_ts null (a_positions leaves it out): so a position without a row has no leg at all.
+ */
 export interface PositionOut {
   wallet_id: number;
   market_id: number;
@@ -84,8 +94,8 @@ export interface PositionOut {
   n_taker: number;
   n_buys: number;
   n_contra: number;
-  first_ts: number;
-  last_ts: number;
+  first_ts: number | null;
+  last_ts: number | null;
   first_fill_ts: number | null;
   last_fill_ts: number | null;
   first_buy_ts: number | null;
@@ -99,6 +109,20 @@ export interface PositionOut {
   ares_num: number;
   ares_den: number;
   ares_n: number;
+  raw_shares: number;
+  raw_cost: number;
+  raw_pnl: number;
+  raw_bought: number;
+  raw_buy_notional: number;
+  raw_volume: number;
+  /** the time of the last leg streamed (redemptions too): a continuation's legs must all come after it */
+  last_leg_ts: number;
+  /** the current hold episode (the position's last a_holds row), null when none */
+  ep_start: number | null;
+  ep_exit: number | null;
+  ep_cost: number;
+  /** hold episodes so far (the current one's a_holds.episode) */
+  episodes: number;
 }
 
 /** One hold episode (starts with the event that finds the position empty, ends when it empties or resolves). */
@@ -106,6 +130,8 @@ export interface HoldOut {
   wallet_id: number;
   market_id: number;
   outcome_index: number;
+  /** 1, 2, ... within the position */
+  episode: number;
   start_ts: number;
   /** the first event of the episode that left it empty; null while held */
   exit_ts: number | null;
@@ -157,6 +183,7 @@ export class PositionStream {
   private readonly mids: MidIndex;
   private readonly res: MarketFacts;
   private readonly sinks: StreamSinks;
+  private readonly resume: StreamOptions['resume'];
   // current position
   private w = -1;
   private m = -1;
@@ -179,6 +206,8 @@ export class PositionStream {
   private lastFill = Number.NaN;
   private firstBuy = Number.NaN;
   private redeemed = 0;
+  private anyLeg = false;
+  private lastLeg = 0;
   private a1Num = 0;
   private a1Den = 0;
   private a1N = 0;
@@ -192,6 +221,7 @@ export class PositionStream {
   private epStart = Number.NaN;
   private epExit = Number.NaN;
   private epCost = 0;
+  private epNo = 0;
   // lookups for the current token
   private token = -1;
   private resolvedAt = Number.NaN;
@@ -223,6 +253,7 @@ export class PositionStream {
     this.mids = opts.mids;
     this.res = opts.markets;
     this.sinks = sinks;
+    this.resume = opts.resume;
     if (opts.risk) {
       const d1 = dayOf(opts.T);
       const days = opts.risk.days;
@@ -257,6 +288,8 @@ export class PositionStream {
       }
       const ts = b.ts[i]!;
       if (ts > T) continue;
+      this.anyLeg = true;
+      this.lastLeg = ts;
       const kind = b.kind[i]!;
       const q = b.q[i]!;
       if (this.risk) this.riskLeg(b, i, ts, kind, q);
@@ -273,6 +306,7 @@ export class PositionStream {
         this.epStart = ts;
         this.epExit = Number.NaN;
         this.epCost = 0;
+        this.epNo++;
       }
       if (q > 0) {
         this.c += q * px;
@@ -370,6 +404,11 @@ export class PositionStream {
     this.aresNum = this.aresDen = this.aresN = 0;
     this.epStart = this.epExit = Number.NaN;
     this.epCost = 0;
+    this.epNo = 0;
+    this.anyLeg = false;
+    this.lastLeg = 0;
+    const from = this.resume?.(w, m, o);
+    if (from) this.resumeFrom(from);
     const token = tokenOf(m, o);
     if (token !== this.token) {
       this.token = token;
@@ -385,6 +424,43 @@ export class PositionStream {
     this.pFirstDay = Number.NaN;
   }
 
+  /** Continue from a stored state (the fields endPosition wrote, unrounded). */
+  private resumeFrom(p: PositionOut): void {
+    const nan = (x: number | null) => (x === null ? Number.NaN : x);
+    this.h = p.raw_shares;
+    this.c = p.raw_cost;
+    this.pnl = p.raw_pnl;
+    this.bought = p.raw_bought;
+    this.buyNotional = p.raw_buy_notional;
+    this.volume = p.raw_volume;
+    this.trades = p.trades;
+    this.nTaker = p.n_taker;
+    this.nBuys = p.n_buys;
+    this.nContra = p.n_contra;
+    this.anyPos = p.first_ts !== null;
+    this.firstTs = p.first_ts ?? 0;
+    this.lastTs = p.last_ts ?? 0;
+    this.firstFill = nan(p.first_fill_ts);
+    this.lastFill = nan(p.last_fill_ts);
+    this.firstBuy = nan(p.first_buy_ts);
+    this.redeemed = p.redeemed_shares;
+    this.a1Num = p.a1_num;
+    this.a1Den = p.a1_den;
+    this.a1N = p.a1_n;
+    this.a24Num = p.a24_num;
+    this.a24Den = p.a24_den;
+    this.a24N = p.a24_n;
+    this.aresNum = p.ares_num;
+    this.aresDen = p.ares_den;
+    this.aresN = p.ares_n;
+    this.epStart = nan(p.ep_start);
+    this.epExit = nan(p.ep_exit);
+    this.epCost = p.ep_cost;
+    this.epNo = p.episodes;
+    this.anyLeg = true;
+    this.lastLeg = p.last_leg_ts;
+  }
+
   private closeEpisode(): void {
     if (Number.isNaN(this.epStart)) return;
     const r = this.holdOut;
@@ -394,6 +470,7 @@ export class PositionStream {
     r.wallet_id = this.w;
     r.market_id = this.m;
     r.outcome_index = this.o;
+    r.episode = this.epNo;
     r.start_ts = this.epStart;
     r.exit_ts = exit;
     r.cost_in = this.epCost;
@@ -408,9 +485,14 @@ export class PositionStream {
     if (!this.open) return;
     this.open = false;
     if (this.risk && this.pN > 0) this.riskPosition();
-    if (!this.anyPos) return; // only redemptions: not a position
-    this.closeEpisode();
+    if (!this.anyLeg) return;
     const p = this.posOut;
+    // the current episode's row, and the state it is in (a continuation reopens it)
+    p.ep_start = Number.isNaN(this.epStart) ? null : this.epStart;
+    p.ep_exit = Number.isNaN(this.epExit) ? null : this.epExit;
+    p.ep_cost = this.epCost;
+    p.episodes = this.epNo;
+    this.closeEpisode();
     p.wallet_id = this.w;
     p.market_id = this.m;
     p.outcome_index = this.o;
@@ -424,8 +506,9 @@ export class PositionStream {
     p.n_taker = this.nTaker;
     p.n_buys = this.nBuys;
     p.n_contra = this.nContra;
-    p.first_ts = this.firstTs;
-    p.last_ts = this.lastTs;
+    // only redemptions: a row of its own (first_ts null), not a position
+    p.first_ts = this.anyPos ? this.firstTs : null;
+    p.last_ts = this.anyPos ? this.lastTs : null;
     p.first_fill_ts = Number.isNaN(this.firstFill) ? null : this.firstFill;
     p.last_fill_ts = Number.isNaN(this.lastFill) ? null : this.lastFill;
     p.first_buy_ts = Number.isNaN(this.firstBuy) ? null : this.firstBuy;
@@ -439,6 +522,13 @@ export class PositionStream {
     p.ares_num = this.aresNum;
     p.ares_den = this.aresDen;
     p.ares_n = this.aresN;
+    p.raw_shares = this.h;
+    p.raw_cost = this.c;
+    p.raw_pnl = this.pnl;
+    p.raw_bought = this.bought;
+    p.raw_buy_notional = this.buyNotional;
+    p.raw_volume = this.volume;
+    p.last_leg_ts = this.lastLeg;
     this.sinks.position(p);
   }
 

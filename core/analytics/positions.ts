@@ -18,9 +18,17 @@ export const POSITION_STATE_COLUMNS = [
   ['first_fill_ts', 'TIMESTAMP'], ['last_fill_ts', 'TIMESTAMP'], ['first_buy_ts', 'TIMESTAMP'], ['redeemed_shares', 'DOUBLE'],
   ['a1_num', 'DOUBLE'], ['a1_den', 'DOUBLE'], ['a1_n', 'INTEGER'], ['a24_num', 'DOUBLE'], ['a24_den', 'DOUBLE'], ['a24_n', 'INTEGER'],
   ['ares_num', 'DOUBLE'], ['ares_den', 'DOUBLE'], ['ares_n', 'INTEGER'],
+  // the stream's state unrounded, to continue from (PositionOut says what each is); NULL in a state migrated from
+  // schema 3 until the position is restreamed
+  ['raw_shares', 'DOUBLE'], ['raw_cost', 'DOUBLE'], ['raw_pnl', 'DOUBLE'], ['raw_bought', 'DOUBLE'], ['raw_buy_notional', 'DOUBLE'],
+  ['raw_volume', 'DOUBLE'], ['last_leg_ts', 'TIMESTAMP'], ['ep_start', 'TIMESTAMP'], ['ep_exit', 'TIMESTAMP'], ['ep_cost', 'DOUBLE'],
+  ['episodes', 'INTEGER'],
 ] as const satisfies TableColumns;
 
-/** The position stream's output: one row per position as of a_meta.as_of (no derived columns). */
+/** The columns of a_position_state a continued position resumes from (schema 4's). */
+export const RESUME_COLUMNS = POSITION_STATE_COLUMNS.slice(POSITION_STATE_COLUMNS.findIndex(([n]) => n === 'raw_shares'));
+
+/** The position stream's output: one row per position as of a_meta.as_of (no derived columns; first_ts null: a wallet that only redeemed). */
 export const POSITION_STATE_DDL = tableDdl('a_position_state', POSITION_STATE_COLUMNS, ['wallet_id', 'market_id', 'outcome_index']);
 
 /** The latest mid per token as of T (written from the MidIndex, so every reader agrees on ties). */
@@ -54,13 +62,16 @@ export function positionsSql(stateSource: string): string {
       k.mark
     FROM ${stateSource} s
       LEFT JOIN (SELECT r.* FROM resolutions r, t WHERE r.resolved_at <= t.as_of) r USING (market_id)
-      LEFT JOIN a_marks k USING (market_id, outcome_index)),
+      LEFT JOIN a_marks k USING (market_id, outcome_index)
+    WHERE s.first_ts IS NOT NULL),
   ${positionPnlSql(['trade_pnl', 'n_taker', 'n_buys', 'n_contra', 'first_fill_ts', 'last_fill_ts', 'first_buy_ts', 'a1_num', 'a1_den', 'a1_n', 'a24_num', 'a24_den', 'a24_n', 'ares_num', 'ares_den', 'ares_n'])}`;
 }
 
 export const HOLDS_COLUMNS = [
   ['wallet_id', 'INTEGER'], ['market_id', 'INTEGER'], ['outcome_index', 'UTINYINT'], ['start_ts', 'TIMESTAMP'], ['exit_ts', 'TIMESTAMP'],
   ['cost_in', 'DOUBLE'], ['end_ts', 'TIMESTAMP'], ['to_resolution', 'BOOLEAN'], ['hold_hours', 'DOUBLE'],
+  // 1, 2, ... within the position (the state's episodes names the current one); NULL in a state migrated from schema 3
+  ['episode', 'INTEGER'],
 ] as const satisfies TableColumns;
 
 export const HOLDS_DDL = tableDdl('a_holds', HOLDS_COLUMNS, ['wallet_id', 'market_id', 'outcome_index', 'start_ts', 'cost_in', 'to_resolution']);

@@ -6,7 +6,10 @@
  *
  * What changes, and why (the dirty rules):
  *  1. positions with a new leg (arrived after W_old, stamped at or before T_new) or a leg that became visible
- *     (stamped in (T_old, T_new]): restreamed;
+ *     (stamped in (T_old, T_new]): continued from their stored state (a_position_state keeps the stream's unrounded
+ *     state) with only those legs when they all come after the last leg streamed and no other rule restreams the
+ *     position — the stream then reads the same legs in the same order from the same state as a restream —, else
+ *     restreamed;
  *  2. positions with a fill whose 1 h or 24 h alpha horizon fell due in (T_old, T_new]: their alpha sums get those
  *     fills' terms folded on in stream order (alpha-due.ts: the same doubles a restream gives), unless another rule
  *     restreams them; their wallets get their alpha row again;
@@ -49,7 +52,7 @@ import { HORIZON_FILLS_TABLE, LEGS_ORDER, LEGS_TABLE, appendHorizonFillsSql, app
 import { POSITION_STATE_COLUMNS, walletPositionsSql } from './positions.ts';
 import type { MidIndex } from './mid-index.ts';
 import { tokenOf } from './mid-index.ts';
-import { ALPHA_HORIZON_US, DAY_US, PositionStream } from './position-stream.ts';
+import { ALPHA_HORIZON_US, DAY_US, PositionStream, type PositionOut } from './position-stream.ts';
 import { DAY_VALUES_DDL, RISK_WINDOW_DAYS, dayCloseSql, dayCloseTokensSql, pruneRiskDailySql, riskStatsSql, riskWindow } from './risk.ts';
 import { alphaSql, medianFillSql, pnlSql, type WalletScope } from './wallets.ts';
 import { ALPHA_SUM_KEYS, AlphaCatchUp, type AlphaSums } from './alpha-due.ts';
@@ -68,8 +71,11 @@ export interface RefreshReport {
   seconds: Record<string, number>;
   total_seconds: number;
   new_legs: number;
+  /** positions restreamed whole */
   positions: number;
-  /** positions whose only change is an alpha horizon that fell due (their sums folded on, not restreamed) */
+  /** positions continued from their stored state with their new legs only */
+  continued: number;
+  /** positions not restreamed whose alpha horizons fell due (their sums folded on) */
   alpha_positions: number;
   mark_wallets: number;
   wallets: number;
@@ -78,7 +84,7 @@ export interface RefreshReport {
 }
 
 /** The refresh's temporary working tables, dropped when it ends. */
-const REFRESH_WORK_TABLES = ['revalue', 'revalued', 'new_mids', 'late_mids', 'dirty_pos', 'mark_wallets', 'dirty_legs', 'late_legs', 'late_wallets', 'full_wallets',
+const REFRESH_WORK_TABLES = ['revalue', 'revalued', 'new_mids', 'late_mids', 'new_legs', 'new_pos', 'restream_pos', 'cont_pos', 'cont_state', 'cont_legs', 'dirty_pos', 'mark_wallets', 'dirty_legs', 'late_legs', 'late_wallets', 'full_wallets',
   'scoped_positions', 'scoped_fill_legs', 'scoped_holds', 'scoped_median_fill', 'due_legs', 'alpha_due', 'alpha_only', 'mark_only', 'clusters_before', 'rank_changed', 'metrics_changed', 'day_values', 'day_legs', 'mark_tokens'];
 
 /** alpha_due: a_position_state's key and horizon-sum columns, as the state declares them. */
@@ -239,14 +245,18 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
   }
   if (lateMids.length) await writeMidTable('late_mids', lateMids);
 
-  // --- dirty positions
-  const positions = await timed('dirty', async () => {
-    // a pass per rule (each rule's filters go into its scan; one pass with the rules OR-ed took longer at full scale)
+  // --- dirty positions: restreamed whole, or continued from their stored state with their new legs only
+  const { positions, continued } = await timed('dirty', async () => {
     const h1 = `INTERVAL ${ALPHA_HORIZON_US.h1 / 1e6} SECOND`;
     const h24 = `INTERVAL ${ALPHA_HORIZON_US.h24 / 1e6} SECOND`;
+    // 1. the legs not streamed yet: arrived now, or arrived before and stamped in (T_old, T_new] (became visible);
+    // two scans, each pruned by its own column's zone maps (a_legs is in wallet order, then appended)
+    await db.run(`CREATE OR REPLACE TEMP TABLE new_legs AS
+        SELECT * FROM ${LEGS_TABLE} WHERE ${newRows} AND ts <= ${Tnew}
+        UNION ALL SELECT * FROM ${LEGS_TABLE} WHERE seq <= ${W0} AND ts > ${Told} AND ts <= ${Tnew}`);
+    await db.run(`CREATE OR REPLACE TEMP TABLE new_pos AS SELECT wallet_id, market_id, outcome_index, min(ts) AS first_new FROM new_legs GROUP BY ALL`);
+    // the rules that change a position's past: restreamed (a pass per rule: each rule's filters go into its scan)
     const parts = [
-      // 1. new legs, and legs that became visible
-      `SELECT wallet_id, market_id, outcome_index FROM ${LEGS_TABLE} WHERE ts <= ${Tnew} AND (${newRows} OR ts > ${Told})`,
       // 3. resolutions that became visible
       `SELECT wallet_id, market_id, outcome_index FROM ${LEGS_TABLE} WHERE ts <= ${Tnew} AND market_id IN (
          SELECT market_id FROM resolutions WHERE resolved_at <= ${Tnew} AND (${newRows} OR resolved_at > ${Told}))`,
@@ -260,17 +270,29 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
       // every position of a revalued inventory event
       parts.push(`SELECT DISTINCT l.wallet_id, l.market_id, l.outcome_index FROM ${LEGS_TABLE} l SEMI JOIN revalue r USING (tx_hash, log_index) WHERE l.ts <= ${Tnew}`);
     }
-    await db.run(`CREATE OR REPLACE TEMP TABLE dirty_pos AS SELECT DISTINCT * FROM (${parts.join(' UNION ALL ')})`);
-    // 2. horizons that fell due (read below in LEGS_ORDER): the due fills of positions with no other change get their alpha terms folded on
-    // (alpha-due.ts), the others are restreamed anyway
+    await db.run(`CREATE OR REPLACE TEMP TABLE restream_pos AS SELECT DISTINCT * FROM (${parts.join(' UNION ALL ')})`);
+    // a position with new legs continues when they all come after its last streamed leg (then a restream would read
+    // the same legs in the same order from the same state) and no other rule restreams it. A position without a row
+    // has streamed no leg (a wallet that only redeemed has a row); one with a row from before schema 4 is restreamed.
+    await db.run(`CREATE OR REPLACE TEMP TABLE cont_pos AS
+      SELECT n.wallet_id, n.market_id, n.outcome_index FROM new_pos n
+        LEFT JOIN (SELECT wallet_id, market_id, outcome_index, raw_shares IS NOT NULL AS resumable, last_leg_ts FROM a_position_state
+          WHERE wallet_id IN (SELECT wallet_id FROM new_pos)) s USING (wallet_id, market_id, outcome_index)
+        ANTI JOIN restream_pos r USING (wallet_id, market_id, outcome_index)
+      WHERE s.resumable IS NULL OR (s.resumable AND n.first_new > s.last_leg_ts)`);
+    await db.run(`CREATE OR REPLACE TEMP TABLE dirty_pos AS SELECT DISTINCT * FROM (
+        SELECT wallet_id, market_id, outcome_index FROM new_pos ANTI JOIN cont_pos USING (wallet_id, market_id, outcome_index)
+        UNION ALL SELECT * FROM restream_pos)`);
+    // 2. horizons that fell due (read below in LEGS_ORDER): the due fills of positions not restreamed get their alpha
+    // terms folded on (alpha-due.ts) before any continuation streams the new legs after them
     // (a_horizon_fills holds every fill leg whose 24 h horizon was after T_old, in time order: a small range scan)
     await db.run(`CREATE OR REPLACE TEMP TABLE due_legs AS SELECT wallet_id, market_id, outcome_index, ts, log_index, kind, q, price, size_usdc
       FROM ${HORIZON_FILLS_TABLE} WHERE seq <= ${W0} AND ts <= ${Told}
         AND ((ts + ${h1} > ${Told} AND ts + ${h1} <= ${Tnew}) OR (ts + ${h24} > ${Told} AND ts + ${h24} <= ${Tnew}))`);
     await db.run(pruneHorizonFillsSql(Tnew));
     await db.run(`DELETE FROM due_legs WHERE (wallet_id, market_id, outcome_index) IN (SELECT (wallet_id, market_id, outcome_index) FROM dirty_pos)`);
-    const [c] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM dirty_pos`);
-    return Number(c?.n ?? 0);
+    const [c] = await db.all<{ n: number; k: number }>(`SELECT (SELECT count(*) FROM dirty_pos) AS n, (SELECT count(*) FROM cont_pos) AS k`);
+    return { positions: Number(c?.n ?? 0), continued: Number(c?.k ?? 0) };
   });
 
   // --- marks that moved: the a_positions view reads them; the wallets holding those tokens get new P&L sums
@@ -286,27 +308,8 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     return Number(c?.n ?? 0);
   });
 
-  // --- restream the dirty positions (their whole histories)
-  await timed('stream', async () => {
-    const markets = await loadMarketFacts(db, to.asOf);
-    const key = `(wallet_id, market_id, outcome_index) IN (SELECT (wallet_id, market_id, outcome_index) FROM dirty_pos)`;
-    await db.run(`DELETE FROM a_position_state WHERE ${key}`);
-    await db.run(`DELETE FROM a_holds WHERE ${key}`);
-    const sinks = await tableSinks(db, us(to.asOf), { positions: true, risk: false });
-    const stream = new PositionStream({ T: us(to.asOf), mids, markets }, sinks);
-    // the dirty wallets' legs first (one integer key), then their dirty positions' (a three-column semi-join over
-    // every leg took 24 s at full scale)
-    await db.run(`CREATE OR REPLACE TEMP TABLE dirty_legs AS SELECT l.* FROM (
-        SELECT * FROM ${LEGS_TABLE} WHERE wallet_id IN (SELECT DISTINCT wallet_id FROM dirty_pos) AND ts <= ${Tnew}) l
-      SEMI JOIN dirty_pos d USING (wallet_id, market_id, outcome_index)`);
-    for (const [lo, hi] of await keySlices(db, 'dirty_legs', 'wallet_id')) {
-      await feedStream(db, `SELECT ${LEG_SCAN_COLUMNS} FROM dirty_legs WHERE wallet_id >= ${lo} AND wallet_id < ${hi} ORDER BY ${LEGS_ORDER}`, stream);
-    }
-    stream.finish();
-    await sinks.close();
-  });
-
-  // --- horizons that fell due on positions with no other change: their alpha sums, folded on in stream order
+  // --- horizons that fell due on positions not restreamed: their alpha sums, folded on in stream order (before a
+  // continuation streams the position's new legs after them)
   const alphaPositions = await timed('alpha_due', async () => {
     await db.run(`CREATE OR REPLACE TEMP TABLE alpha_due (${ALPHA_DUE_COLUMNS.map(([n, t]) => `${n} ${t}`).join(', ')})`);
     const sums: AlphaSums[] = [];
@@ -331,6 +334,52 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
         FROM alpha_due d WHERE s.wallet_id = d.wallet_id AND s.market_id = d.market_id AND s.outcome_index = d.outcome_index`);
     }
     return sums.length;
+  });
+
+  // --- restream the dirty positions (their whole histories), continue the others from their stored state
+  await timed('stream', async () => {
+    const markets = await loadMarketFacts(db, to.asOf);
+    const key = `(wallet_id, market_id, outcome_index) IN (SELECT (wallet_id, market_id, outcome_index) FROM dirty_pos)`;
+    await db.run(`DELETE FROM a_position_state WHERE ${key}`);
+    await db.run(`DELETE FROM a_holds WHERE ${key}`);
+    // a continued position's state row and its current episode's hold row are written again by the stream
+    const resume = new Map<string, PositionOut>();
+    if (continued > 0) {
+      await db.run(`CREATE OR REPLACE TEMP TABLE cont_state AS SELECT s.* FROM (
+          SELECT * FROM a_position_state WHERE wallet_id IN (SELECT DISTINCT wallet_id FROM cont_pos)) s
+        SEMI JOIN cont_pos USING (wallet_id, market_id, outcome_index)`);
+      await db.scan(`SELECT ${POSITION_STATE_COLUMNS.map(([n, t]) => (t === 'TIMESTAMP' ? `coalesce(epoch_us(${n})::DOUBLE, 'NaN'::DOUBLE) AS ${n}` : t === 'DOUBLE' ? `coalesce(${n}, 'NaN'::DOUBLE) AS ${n}` : n)).join(', ')} FROM cont_state`, (b) => {
+        const cols = POSITION_STATE_COLUMNS.map(([n, t]) => [n, t === 'INTEGER' ? b.int(n) : t === 'UTINYINT' ? b.u8(n) : b.f64(n)] as const);
+        for (let i = 0; i < b.n; i++) {
+          const p = {} as Record<string, number | null>;
+          for (const [n, v] of cols) p[n] = Number.isNaN(v[i]!) ? null : v[i]!;
+          resume.set(`${p.wallet_id}:${p.market_id}:${p.outcome_index}`, p as unknown as PositionOut);
+        }
+      });
+      await db.run(`DELETE FROM a_position_state WHERE (wallet_id, market_id, outcome_index) IN (SELECT (wallet_id, market_id, outcome_index) FROM cont_state)`);
+      await db.run(`DELETE FROM a_holds h USING cont_state c
+        WHERE h.wallet_id = c.wallet_id AND h.market_id = c.market_id AND h.outcome_index = c.outcome_index AND h.episode = c.episodes`);
+    }
+    const sinks = await tableSinks(db, us(to.asOf), { positions: true, risk: false });
+    const stream = new PositionStream({ T: us(to.asOf), mids, markets, resume: (w, m, o) => resume.get(`${w}:${m}:${o}`) }, sinks);
+    if (positions > 0) {
+      // the dirty wallets' legs first (one integer key), then their dirty positions' (a three-column semi-join over
+      // every leg took 24 s at full scale)
+      await db.run(`CREATE OR REPLACE TEMP TABLE dirty_legs AS SELECT l.* FROM (
+          SELECT * FROM ${LEGS_TABLE} WHERE wallet_id IN (SELECT DISTINCT wallet_id FROM dirty_pos) AND ts <= ${Tnew}) l
+        SEMI JOIN dirty_pos d USING (wallet_id, market_id, outcome_index)`);
+      for (const [lo, hi] of await keySlices(db, 'dirty_legs', 'wallet_id')) {
+        await feedStream(db, `SELECT ${LEG_SCAN_COLUMNS} FROM dirty_legs WHERE wallet_id >= ${lo} AND wallet_id < ${hi} ORDER BY ${LEGS_ORDER}`, stream);
+      }
+    }
+    if (continued > 0) {
+      await db.run(`CREATE OR REPLACE TEMP TABLE cont_legs AS SELECT * FROM new_legs SEMI JOIN cont_pos USING (wallet_id, market_id, outcome_index)`);
+      for (const [lo, hi] of await keySlices(db, 'cont_legs', 'wallet_id')) {
+        await feedStream(db, `SELECT ${LEG_SCAN_COLUMNS} FROM cont_legs WHERE wallet_id >= ${lo} AND wallet_id < ${hi} ORDER BY ${LEGS_ORDER}`, stream);
+      }
+    }
+    stream.finish();
+    await sinks.close();
   });
 
   // --- risk: close the days that completed, then recompute wallets hit by late rows in completed days
@@ -402,7 +451,8 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
   const wallets = await timed('wallets', async () => {
     // full_wallets get every per-wallet row again, from their positions, fill legs and holds read once (each
     // statement would otherwise scan the whole tables)
-    await db.run(`CREATE OR REPLACE TEMP TABLE full_wallets AS SELECT DISTINCT wallet_id FROM (SELECT wallet_id FROM dirty_pos UNION ALL SELECT wallet_id FROM late_wallets)`);
+    await db.run(`CREATE OR REPLACE TEMP TABLE full_wallets AS SELECT DISTINCT wallet_id FROM (
+        SELECT wallet_id FROM dirty_pos UNION ALL SELECT wallet_id FROM cont_pos UNION ALL SELECT wallet_id FROM late_wallets)`);
     await db.run(`CREATE OR REPLACE TEMP TABLE dirty_wallets AS SELECT wallet_id FROM full_wallets
         ${markWallets > 0 ? 'UNION SELECT wallet_id FROM mark_wallets' : ''} ${alphaPositions > 0 ? 'UNION SELECT wallet_id FROM alpha_due' : ''}`);
     const inScope = `wallet_id IN (SELECT wallet_id FROM full_wallets)`;
@@ -482,6 +532,7 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     total_seconds: total,
     new_legs: newLegs,
     positions,
+    continued,
     alpha_positions: alphaPositions,
     mark_wallets: markWallets,
     wallets,

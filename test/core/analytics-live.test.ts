@@ -4,7 +4,8 @@
  * (fast-check) bring fills of every match type, unknown makers, splits, merges, conversions, redemptions, mids —
  * late ones included —, resolutions (YES, NO, INVALID) stamped before the refresh that sees them, rows stamped
  * after it (visible later), day boundaries (risk's completed days), and a restart in the middle (the in-memory mids
- * reloaded from the database, as after a crash).
+ * reloaded from the database, as after a crash). Positions are both continued from their stored state (new legs after
+ * the last one streamed) and restreamed (late legs, resolutions, late mids).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -19,6 +20,9 @@ import { DAY, HOUR, START, busyWallet, type Batch, compareStates, copyVenue, cre
 
 const HISTORY_DAYS = 13;
 let patchedRefreshes = 0;
+// positions continued from their stored state, and restreamed (both paths must be taken)
+let continuedPositions = 0;
+let restreamedPositions = 0;
 
 async function run(batches: Batch[], restartAt: number): Promise<string[]> {
   const { instance, conn } = await openDuckDB({ path: ':memory:', threads: 1 });
@@ -45,6 +49,8 @@ async function run(batches: Batch[], restartAt: number): Promise<string[]> {
       const r = await refresh(db, mids, mark, to, { previous: ranker });
       await conn.run('COMMIT');
       if (ranker && r.days_closed === 0) patchedRefreshes++;
+      continuedPositions += r.continued;
+      restreamedPositions += r.positions;
       ranker = r.ranker;
       mark = to;
     }
@@ -86,5 +92,7 @@ describe('a refreshed state equals a rebuild', () => {
     );
     // most refreshes patched the previous engine (the others closed a day or followed a restart)
     expect(patchedRefreshes).toBeGreaterThan(0);
+    expect(continuedPositions).toBeGreaterThan(0);
+    expect(restreamedPositions).toBeGreaterThan(0);
   }, 600_000);
 });
