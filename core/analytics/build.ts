@@ -18,12 +18,12 @@ import { A_LEGS, CLUSTER_RULES, buildClusters } from '../clusters.ts';
 import { writeRankBase } from '../rankings.ts';
 import { scoreBoards, type OrdersOf, type RankingEngine } from '../ranking-engine.ts';
 import { sharpCutoff } from '../tags.ts';
-import { tsLiteral, type AsOf, type ColumnarRunner, type TableColumns, type ScanBatch } from '../query.ts';
+import { tsLiteral, type AsOf, type ColumnarRunner, type RowWriter, type TableColumns, type ScanBatch } from '../query.ts';
 import { RANKED_DEVIATES_SQL, WALLET_PCTILE_COLUMNS, writeCohortSql } from './cohort.ts';
 import { LEGS_DDL, LEGS_ORDER, LEGS_TABLE, createHorizonFillsSql, createLegsSql } from './legs.ts';
 import { MidIndex, tokenOf } from './mid-index.ts';
 import { HOLDS_COLUMNS, HOLDS_DDL, MARKS_DDL, POSITIONS_VIEW_DDL, POSITION_STATE_COLUMNS, POSITION_STATE_DDL, RESUME_COLUMNS } from './positions.ts';
-import { DAY_US, PositionStream, type LegBatch, type MarketFacts, type StreamSinks } from './position-stream.ts';
+import { DAY_US, PositionStream, type LegBatch, type MarketFacts, type PositionOut, type StreamSinks } from './position-stream.ts';
 import { RISK_DAILY_COLUMNS, RISK_DAILY_DDL, RISK_POSITIONS_COLUMNS, RISK_POSITIONS_DDL, RISK_WINDOW_DAYS, keepRiskDay, riskStatsSql } from './risk.ts';
 import { alphaSql, calibrationSql, categorySql, featuresSql, medianFillSql, pnlSql, styleSql, type WalletScope } from './wallets.ts';
 
@@ -222,59 +222,77 @@ export async function writeMarks(db: ColumnarRunner, mids: MidIndex, asOf: AsOf,
 /** The tables the stream writes (in stream order: a full build leaves them sorted by wallet and position). */
 export const STREAM_TABLES_DDL = [POSITION_STATE_DDL, HOLDS_DDL, RISK_DAILY_DDL, RISK_POSITIONS_DDL];
 
-/** Writers behind the stream's sinks, appending to the stream tables: positions and holds, risk rows, or both. */
-export async function tableSinks(db: ColumnarRunner, tUs: number, write: { positions: boolean; risk: boolean }): Promise<StreamSinks & { close(): Promise<void> }> {
+/** One a_position_state row, in POSITION_STATE_COLUMNS order (a set per column: the build writes 64M rows). */
+function writePosition(w: RowWriter, p: PositionOut): void {
+  w.set(0, p.wallet_id);
+  w.set(1, p.market_id);
+  w.set(2, p.outcome_index);
+  w.set(3, p.shares);
+  w.set(4, p.cost_basis);
+  w.set(5, p.trade_pnl);
+  w.set(6, p.bought_shares);
+  w.set(7, p.entry_price);
+  w.set(8, p.volume_usdc);
+  w.set(9, p.trades);
+  w.set(10, p.n_taker);
+  w.set(11, p.n_buys);
+  w.set(12, p.n_contra);
+  w.set(13, p.first_ts);
+  w.set(14, p.last_ts);
+  w.set(15, p.first_fill_ts);
+  w.set(16, p.last_fill_ts);
+  w.set(17, p.first_buy_ts);
+  w.set(18, p.redeemed_shares);
+  w.set(19, p.a1_num);
+  w.set(20, p.a1_den);
+  w.set(21, p.a1_n);
+  w.set(22, p.a24_num);
+  w.set(23, p.a24_den);
+  w.set(24, p.a24_n);
+  w.set(25, p.ares_num);
+  w.set(26, p.ares_den);
+  w.set(27, p.ares_n);
+  w.set(28, p.raw_shares);
+  w.set(29, p.raw_cost);
+  w.set(30, p.raw_pnl);
+  w.set(31, p.raw_bought);
+  w.set(32, p.raw_buy_notional);
+  w.set(33, p.raw_volume);
+  w.set(34, p.last_leg_ts);
+  w.set(35, p.ep_start);
+  w.set(36, p.ep_exit);
+  w.set(37, p.ep_cost);
+  w.set(38, p.episodes);
+  w.next();
+}
+
+/**
+ * Writers behind the stream's sinks, appending to the stream tables: positions and holds, risk rows, or both; with
+ * `positionsCopy`, each position row also goes to that (temporary) table, created here with a_position_state's columns.
+ */
+export async function tableSinks(
+  db: ColumnarRunner,
+  tUs: number,
+  write: { positions: boolean; risk: boolean; positionsCopy?: string },
+): Promise<StreamSinks & { close(): Promise<void> }> {
   const risk = write.risk;
   for (const ddl of STREAM_TABLES_DDL) await db.run(ddl);
   const cols = (c: TableColumns) => c.map(([name, type]) => ({ name, type }));
   const none = { set() {}, next() {}, close: async () => {}, rows: 0 };
   const pos = write.positions ? await db.writer('a_position_state', cols(POSITION_STATE_COLUMNS)) : none;
+  let copy: RowWriter | null = null;
+  if (write.positions && write.positionsCopy) {
+    await db.run(`CREATE OR REPLACE TEMP TABLE ${write.positionsCopy} AS SELECT * FROM a_position_state LIMIT 0`);
+    copy = await db.writer(write.positionsCopy, cols(POSITION_STATE_COLUMNS));
+  }
   const hold = write.positions ? await db.writer('a_holds', cols(HOLDS_COLUMNS)) : none;
   const rd = risk ? await db.writer('a_risk_daily', cols(RISK_DAILY_COLUMNS)) : null;
   const rp = risk ? await db.writer('a_risk_pos', cols(RISK_POSITIONS_COLUMNS)) : null;
   const fold = Math.floor(tUs / DAY_US) * DAY_US - (RISK_WINDOW_DAYS + 1) * DAY_US;
   return {
     position: (p) => {
-      pos.set(0, p.wallet_id);
-      pos.set(1, p.market_id);
-      pos.set(2, p.outcome_index);
-      pos.set(3, p.shares);
-      pos.set(4, p.cost_basis);
-      pos.set(5, p.trade_pnl);
-      pos.set(6, p.bought_shares);
-      pos.set(7, p.entry_price);
-      pos.set(8, p.volume_usdc);
-      pos.set(9, p.trades);
-      pos.set(10, p.n_taker);
-      pos.set(11, p.n_buys);
-      pos.set(12, p.n_contra);
-      pos.set(13, p.first_ts);
-      pos.set(14, p.last_ts);
-      pos.set(15, p.first_fill_ts);
-      pos.set(16, p.last_fill_ts);
-      pos.set(17, p.first_buy_ts);
-      pos.set(18, p.redeemed_shares);
-      pos.set(19, p.a1_num);
-      pos.set(20, p.a1_den);
-      pos.set(21, p.a1_n);
-      pos.set(22, p.a24_num);
-      pos.set(23, p.a24_den);
-      pos.set(24, p.a24_n);
-      pos.set(25, p.ares_num);
-      pos.set(26, p.ares_den);
-      pos.set(27, p.ares_n);
-      pos.set(28, p.raw_shares);
-      pos.set(29, p.raw_cost);
-      pos.set(30, p.raw_pnl);
-      pos.set(31, p.raw_bought);
-      pos.set(32, p.raw_buy_notional);
-      pos.set(33, p.raw_volume);
-      pos.set(34, p.last_leg_ts);
-      pos.set(35, p.ep_start);
-      pos.set(36, p.ep_exit);
-      pos.set(37, p.ep_cost);
-      pos.set(38, p.episodes);
-      pos.next();
+      writePosition(pos, p);
+      if (copy) writePosition(copy, p);
     },
     hold: (h) => {
       hold.set(0, h.wallet_id);
@@ -315,6 +333,7 @@ export async function tableSinks(db: ColumnarRunner, tUs: number, write: { posit
       : {}),
     async close() {
       await pos.close();
+      await copy?.close();
       await hold.close();
       await rd?.close();
       await rp?.close();

@@ -41,9 +41,12 @@ export const MARKS_DDL = `CREATE TABLE IF NOT EXISTS a_marks (market_id INTEGER 
  */
 export const POSITIONS_VIEW_DDL = `CREATE OR REPLACE VIEW a_positions AS ${positionsSql('a_position_state')}`;
 
-/** a_positions of the wallets listed in `walletTable`: their state rows filtered before the view's joins. */
-export function walletPositionsSql(walletTable: string): string {
-  return positionsSql(`(SELECT * FROM a_position_state WHERE wallet_id IN (SELECT wallet_id FROM ${walletTable}))`);
+/**
+ * a_positions of the wallets listed in `walletTable`: their state rows (of a_position_state, or a copy holding them)
+ * filtered before the view's joins.
+ */
+export function walletPositionsSql(walletTable: string, state = 'a_position_state'): string {
+  return positionsSql(`(SELECT * FROM ${state} WHERE wallet_id IN (SELECT wallet_id FROM ${walletTable}))`);
 }
 
 /**

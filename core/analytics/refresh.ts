@@ -49,7 +49,7 @@ import {
 } from './build.ts';
 import { RANKED_DEVIATES_SQL, refreshCohortSql, writeCohortSql } from './cohort.ts';
 import { HORIZON_FILLS_TABLE, LEGS_ORDER, LEGS_TABLE, appendHorizonFillsSql, appendLegsSql, inventoryLegsSql, pruneHorizonFillsSql } from './legs.ts';
-import { POSITION_STATE_COLUMNS, walletPositionsSql } from './positions.ts';
+import { POSITION_STATE_COLUMNS, positionsSql, walletPositionsSql } from './positions.ts';
 import type { MidIndex } from './mid-index.ts';
 import { tokenOf } from './mid-index.ts';
 import { ALPHA_HORIZON_US, DAY_US, PositionStream, type PositionOut } from './position-stream.ts';
@@ -84,7 +84,7 @@ export interface RefreshReport {
 }
 
 /** The refresh's temporary working tables, dropped when it ends. */
-const REFRESH_WORK_TABLES = ['revalue', 'revalued', 'new_mids', 'late_mids', 'new_legs', 'new_pos', 'restream_pos', 'cont_pos', 'cont_state', 'cont_legs', 'dirty_pos', 'mark_wallets', 'dirty_legs', 'late_legs', 'late_wallets', 'full_wallets',
+const REFRESH_WORK_TABLES = ['revalue', 'revalued', 'new_mids', 'late_mids', 'new_legs', 'new_pos', 'restream_pos', 'cont_pos', 'cont_state', 'cont_legs', 'touched_wallets', 'touched_state', 'streamed_state', 'dirty_pos', 'mark_wallets', 'dirty_legs', 'late_legs', 'late_wallets', 'full_wallets',
   'scoped_positions', 'scoped_fill_legs', 'scoped_holds', 'scoped_median_fill', 'due_legs', 'alpha_due', 'alpha_only', 'mark_only', 'clusters_before', 'rank_changed', 'metrics_changed', 'day_values', 'day_legs', 'mark_tokens'];
 
 /** alpha_due: a_position_state's key and horizon-sum columns, as the state declares them. */
@@ -271,18 +271,6 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
       parts.push(`SELECT DISTINCT l.wallet_id, l.market_id, l.outcome_index FROM ${LEGS_TABLE} l SEMI JOIN revalue r USING (tx_hash, log_index) WHERE l.ts <= ${Tnew}`);
     }
     await db.run(`CREATE OR REPLACE TEMP TABLE restream_pos AS SELECT DISTINCT * FROM (${parts.join(' UNION ALL ')})`);
-    // a position with new legs continues when they all come after its last streamed leg (then a restream would read
-    // the same legs in the same order from the same state) and no other rule restreams it. A position without a row
-    // has streamed no leg (a wallet that only redeemed has a row); one with a row from before schema 4 is restreamed.
-    await db.run(`CREATE OR REPLACE TEMP TABLE cont_pos AS
-      SELECT n.wallet_id, n.market_id, n.outcome_index FROM new_pos n
-        LEFT JOIN (SELECT wallet_id, market_id, outcome_index, raw_shares IS NOT NULL AS resumable, last_leg_ts FROM a_position_state
-          WHERE wallet_id IN (SELECT wallet_id FROM new_pos)) s USING (wallet_id, market_id, outcome_index)
-        ANTI JOIN restream_pos r USING (wallet_id, market_id, outcome_index)
-      WHERE s.resumable IS NULL OR (s.resumable AND n.first_new > s.last_leg_ts)`);
-    await db.run(`CREATE OR REPLACE TEMP TABLE dirty_pos AS SELECT DISTINCT * FROM (
-        SELECT wallet_id, market_id, outcome_index FROM new_pos ANTI JOIN cont_pos USING (wallet_id, market_id, outcome_index)
-        UNION ALL SELECT * FROM restream_pos)`);
     // 2. horizons that fell due (read below in LEGS_ORDER): the due fills of positions not restreamed get their alpha
     // terms folded on (alpha-due.ts) before any continuation streams the new legs after them
     // (a_horizon_fills holds every fill leg whose 24 h horizon was after T_old, in time order: a small range scan)
@@ -290,6 +278,23 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
       FROM ${HORIZON_FILLS_TABLE} WHERE seq <= ${W0} AND ts <= ${Told}
         AND ((ts + ${h1} > ${Told} AND ts + ${h1} <= ${Tnew}) OR (ts + ${h24} > ${Told} AND ts + ${h24} <= ${Tnew}))`);
     await db.run(pruneHorizonFillsSql(Tnew));
+    // every state row of the wallets these rules touch, read once: the continuation's states, the due horizons' sums
+    // and the per-wallet step's positions come from this copy (each of those reads scanned all 64M rows at full scale)
+    await db.run(`CREATE OR REPLACE TEMP TABLE touched_wallets AS
+        SELECT wallet_id FROM new_pos UNION SELECT wallet_id FROM restream_pos UNION SELECT wallet_id FROM due_legs`);
+    await db.run(`CREATE OR REPLACE TEMP TABLE touched_state AS SELECT * FROM a_position_state WHERE wallet_id IN (SELECT wallet_id FROM touched_wallets)`);
+    // a position with new legs continues when they all come after its last streamed leg (then a restream would read
+    // the same legs in the same order from the same state) and no other rule restreams it. A position without a row
+    // has streamed no leg (a wallet that only redeemed has a row); one with a row from before schema 4 is restreamed.
+    await db.run(`CREATE OR REPLACE TEMP TABLE cont_pos AS
+      SELECT n.wallet_id, n.market_id, n.outcome_index FROM new_pos n
+        LEFT JOIN (SELECT wallet_id, market_id, outcome_index, raw_shares IS NOT NULL AS resumable, last_leg_ts FROM touched_state) s
+          USING (wallet_id, market_id, outcome_index)
+        ANTI JOIN restream_pos r USING (wallet_id, market_id, outcome_index)
+      WHERE s.resumable IS NULL OR (s.resumable AND n.first_new > s.last_leg_ts)`);
+    await db.run(`CREATE OR REPLACE TEMP TABLE dirty_pos AS SELECT DISTINCT * FROM (
+        SELECT wallet_id, market_id, outcome_index FROM new_pos ANTI JOIN cont_pos USING (wallet_id, market_id, outcome_index)
+        UNION ALL SELECT * FROM restream_pos)`);
     await db.run(`DELETE FROM due_legs WHERE (wallet_id, market_id, outcome_index) IN (SELECT (wallet_id, market_id, outcome_index) FROM dirty_pos)`);
     const [c] = await db.all<{ n: number; k: number }>(`SELECT (SELECT count(*) FROM dirty_pos) AS n, (SELECT count(*) FROM cont_pos) AS k`);
     return { positions: Number(c?.n ?? 0), continued: Number(c?.k ?? 0) };
@@ -318,7 +323,7 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     await db.scan(
       `SELECT d.wallet_id, d.market_id, d.outcome_index, epoch_us(d.ts)::DOUBLE AS ts, d.q, d.price, d.size_usdc AS size,
           s.a1_num, s.a1_den, s.a1_n, s.a24_num, s.a24_den, s.a24_n
-        FROM due_legs d JOIN a_position_state s USING (wallet_id, market_id, outcome_index)
+        FROM due_legs d JOIN touched_state s USING (wallet_id, market_id, outcome_index)
         ORDER BY d.wallet_id, d.market_id, d.outcome_index, d.ts, d.log_index, d.kind IN (1, 2), d.q DESC`,
       (b) => catchUp.push(b),
     );
@@ -330,8 +335,10 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
         w.next();
       }
       await w.close();
-      await db.run(`UPDATE a_position_state s SET a1_num = d.a1_num, a1_den = d.a1_den, a1_n = d.a1_n, a24_num = d.a24_num, a24_den = d.a24_den, a24_n = d.a24_n
-        FROM alpha_due d WHERE s.wallet_id = d.wallet_id AND s.market_id = d.market_id AND s.outcome_index = d.outcome_index`);
+      for (const t of ['a_position_state', 'touched_state']) {
+        await db.run(`UPDATE ${t} s SET a1_num = d.a1_num, a1_den = d.a1_den, a1_n = d.a1_n, a24_num = d.a24_num, a24_den = d.a24_den, a24_n = d.a24_n
+          FROM alpha_due d WHERE s.wallet_id = d.wallet_id AND s.market_id = d.market_id AND s.outcome_index = d.outcome_index`);
+      }
     }
     return sums.length;
   });
@@ -345,9 +352,7 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     // a continued position's state row and its current episode's hold row are written again by the stream
     const resume = new Map<string, PositionOut>();
     if (continued > 0) {
-      await db.run(`CREATE OR REPLACE TEMP TABLE cont_state AS SELECT s.* FROM (
-          SELECT * FROM a_position_state WHERE wallet_id IN (SELECT DISTINCT wallet_id FROM cont_pos)) s
-        SEMI JOIN cont_pos USING (wallet_id, market_id, outcome_index)`);
+      await db.run(`CREATE OR REPLACE TEMP TABLE cont_state AS SELECT * FROM touched_state SEMI JOIN cont_pos USING (wallet_id, market_id, outcome_index)`);
       await db.scan(`SELECT ${POSITION_STATE_COLUMNS.map(([n, t]) => (t === 'TIMESTAMP' ? `coalesce(epoch_us(${n})::DOUBLE, 'NaN'::DOUBLE) AS ${n}` : t === 'DOUBLE' ? `coalesce(${n}, 'NaN'::DOUBLE) AS ${n}` : n)).join(', ')} FROM cont_state`, (b) => {
         const cols = POSITION_STATE_COLUMNS.map(([n, t]) => [n, t === 'INTEGER' ? b.int(n) : t === 'UTINYINT' ? b.u8(n) : b.f64(n)] as const);
         for (let i = 0; i < b.n; i++) {
@@ -360,7 +365,8 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
       await db.run(`DELETE FROM a_holds h USING cont_state c
         WHERE h.wallet_id = c.wallet_id AND h.market_id = c.market_id AND h.outcome_index = c.outcome_index AND h.episode = c.episodes`);
     }
-    const sinks = await tableSinks(db, us(to.asOf), { positions: true, risk: false });
+    // the rows written also go to streamed_state: with touched_state, the per-wallet step's positions
+    const sinks = await tableSinks(db, us(to.asOf), { positions: true, risk: false, positionsCopy: 'streamed_state' });
     const stream = new PositionStream({ T: us(to.asOf), mids, markets, resume: (w, m, o) => resume.get(`${w}:${m}:${o}`) }, sinks);
     if (positions > 0) {
       // the dirty wallets' legs first (one integer key), then their dirty positions' (a three-column semi-join over
@@ -457,7 +463,13 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
         ${markWallets > 0 ? 'UNION SELECT wallet_id FROM mark_wallets' : ''} ${alphaPositions > 0 ? 'UNION SELECT wallet_id FROM alpha_due' : ''}`);
     const inScope = `wallet_id IN (SELECT wallet_id FROM full_wallets)`;
     // the state rows first, then the view's joins (the view filtered afterwards joined all 64M rows at full scale)
-    await db.run(`CREATE OR REPLACE TEMP TABLE scoped_positions AS ${walletPositionsSql('full_wallets')}`);
+    // touched_state (alpha sums folded on) without the rows the stream replaced, the rows it wrote, and the rows of a
+    // wallet only late_risk touched (rarely any)
+    const lateOnly = `(SELECT wallet_id FROM full_wallets EXCEPT SELECT wallet_id FROM touched_wallets)`;
+    await db.run(`CREATE OR REPLACE TEMP TABLE scoped_positions AS ${positionsSql(`(
+        SELECT * FROM (SELECT * FROM touched_state WHERE ${inScope}) ANTI JOIN (SELECT * FROM dirty_pos UNION ALL SELECT * FROM cont_pos) USING (wallet_id, market_id, outcome_index)
+        UNION ALL SELECT * FROM streamed_state
+        UNION ALL SELECT * FROM a_position_state WHERE wallet_id IN ${lateOnly})`)}`);
     await db.run(`CREATE OR REPLACE TEMP TABLE scoped_fill_legs AS SELECT wallet_id, kind, ts, size_usdc FROM ${LEGS_TABLE} WHERE kind IN (1, 2) AND ${inScope}`);
     await db.run(`CREATE OR REPLACE TEMP TABLE scoped_holds AS SELECT * FROM a_holds WHERE ${inScope}`);
     const scope: WalletScope = { table: 'full_wallets', positions: 'scoped_positions', fillLegs: 'scoped_fill_legs', holds: 'scoped_holds' };
@@ -471,13 +483,14 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     await db.run(`INSERT INTO a_best_category ${BEST_CATEGORY_SQL} AND ${inScope}`);
     // a wallet not in full_wallets whose only change is a moved mark gets its P&L row again; one whose only change is
     // a horizon that fell due, its alpha row
-    const onlyRow = async (only: string, source: string, table: string, select: (scope: WalletScope) => string) => {
+    // (alpha-only wallets' rows are in touched_state, with the sums folded on; mark-only wallets' are not)
+    const onlyRow = async (only: string, source: string, table: string, select: (scope: WalletScope) => string, stateOf: string) => {
       await db.run(`CREATE OR REPLACE TEMP TABLE ${only} AS SELECT wallet_id FROM ${source} EXCEPT SELECT wallet_id FROM full_wallets`);
       await db.run(`DELETE FROM ${table} WHERE wallet_id IN (SELECT wallet_id FROM ${only})`);
-      await db.run(`INSERT INTO ${table} SELECT * FROM (${select({ table: only, positions: `(${walletPositionsSql(only)})` })})`);
+      await db.run(`INSERT INTO ${table} SELECT * FROM (${select({ table: only, positions: `(${walletPositionsSql(only, stateOf)})` })})`);
     };
-    if (markWallets > 0) await onlyRow('mark_only', 'mark_wallets', 'a_pnl', pnlSql);
-    if (alphaPositions > 0) await onlyRow('alpha_only', 'alpha_due', 'a_alpha', alphaSql);
+    if (markWallets > 0) await onlyRow('mark_only', 'mark_wallets', 'a_pnl', pnlSql, 'a_position_state');
+    if (alphaPositions > 0) await onlyRow('alpha_only', 'alpha_due', 'a_alpha', alphaSql, 'touched_state');
     const [c] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM dirty_wallets`);
     return Number(c?.n ?? 0);
   });

@@ -82,6 +82,22 @@ async function run(batches: Batch[], restartAt: number): Promise<string[]> {
 }
 
 describe('a refreshed state equals a rebuild', () => {
+  it('when a late mid in a completed day recomputes a holder whose positions nothing else touched', async () => {
+    // wallet 2 bought market 1 YES on day 2; a mid on that token stamped on day 11 arrives on day 13: a completed day
+    // of wallet 2's risk window changes, its position (no leg within 24 h of the mid) is not restreamed, and its
+    // per-wallet rows are recomputed from positions that only the state table holds
+    const t0 = HISTORY_DAYS * DAY + 3 * HOUR;
+    const diffs = await run(
+      [
+        { rows: [{ kind: 'fill', t: 2 * DAY, market: 1, outcome: 0, maker: null, taker: 2, side: 'BUY', match: 'direct', price: 0.4, shares: 100, fee: 0 }], asOf: t0 + HOUR },
+        { rows: [{ kind: 'mid', t: 11 * DAY + 5 * HOUR, market: 1, outcome: 0, mid: 0.7 }], asOf: t0 + 2 * HOUR },
+      ],
+      -1,
+    );
+    expect(diffs, diffs.join('\n')).toEqual([]);
+  }, 60_000);
+
+
   it('on random event streams, with a restart in the middle', async () => {
     await fc.assert(
       fc.asyncProperty(streamArb(5, HISTORY_DAYS * DAY + 3 * HOUR), fc.integer({ min: -1, max: 4 }), async (batches, restartAt) => {
