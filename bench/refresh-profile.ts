@@ -11,6 +11,7 @@
  * once with --tail-seconds 2 --commit, then profile.
  */
 import { parseArgs } from 'node:util';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { z } from 'zod';
 import { loadMids } from '../core/analytics/build.ts';
 import { refresh, venueWatermark } from '../core/analytics/refresh.ts';
@@ -108,21 +109,31 @@ for (let run = 0; run < a.runs; run++) {
     stream: (sql, f) => timed(sql, () => base.stream(sql, f))(),
     writer: (table, cols) => base.writer(table, cols),
   };
+  // the longest the event loop was held per step (what a request waits in a service running the refresh)
+  const stall = monitorEventLoopDelay({ resolution: 5 });
+  const stalls: number[] = [];
   await conn.run('BEGIN TRANSACTION');
   t = performance.now();
+  stall.enable();
   const report = await refresh(db, mids, from, to, {
     previous,
     ordersOf: metricOrdersOffThread,
     onStep: (name, s) => {
       steps.push([name, s]);
+      stalls.push(stall.max / 1e6);
+      stall.reset();
       stepNo++;
     },
   });
+  stall.disable();
   const total = (performance.now() - t) / 1000;
   await conn.run(a.commit ? 'COMMIT' : 'ROLLBACK');
   const stepName = (i: number) => steps[i]?.[0] ?? 'after';
-  console.log(`\n=== run ${run + 1}: ${total.toFixed(1)} s; legs ${report.new_legs}, positions ${report.positions}, wallets ${report.wallets} (marks ${report.mark_wallets}), days closed ${report.days_closed}`);
+  console.log(
+    `\n=== run ${run + 1}: ${total.toFixed(1)} s; legs ${report.new_legs}, positions restreamed ${report.positions}, continued ${report.continued}, alpha-only ${report.alpha_positions}, wallets ${report.wallets} (marks ${report.mark_wallets}), days closed ${report.days_closed}`,
+  );
   console.log(`steps: ${steps.map(([n, s]) => `${n} ${s.toFixed(1)}`).join(', ')}`);
+  console.log(`longest event-loop stall per step (ms): ${steps.map(([n], i) => `${n} ${Math.round(stalls[i]!)}`).join(', ')}`);
   for (const s of stmts) if (s.ms >= a['min-ms']) console.log(`  [${stepName(s.step)}] ${(s.ms / 1000).toFixed(2)} s  ${s.sql}`);
   console.log('slowest:');
   for (const s of [...stmts].sort((x, y) => y.ms - x.ms).slice(0, 12)) console.log(`  [${stepName(s.step)}] ${(s.ms / 1000).toFixed(2)} s  ${s.sql}`);

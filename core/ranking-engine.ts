@@ -20,6 +20,11 @@ import { SMART_MONEY_TAGS } from './tags.ts';
 const DAY_US = 86_400_000_000;
 /** Up to this many rows, page percentiles are counted in row order (pagePercentiles); beyond, by walking the orders. */
 const PAGE_PASS_MAX_ROWS = 2048;
+/** Rows per onRows call of a board (a writer's loop over them holds the event loop ~10 ms) */
+const BOARD_SLICE_ROWS = 25_000;
+
+/** A board's rows in rank order, a slice at a time: row indexes, composites, every metric's percentiles. */
+export type BoardRows = (rows: Int32Array, composite: Float64Array, pct: Partial<Record<MetricId, Float64Array>>, firstRank: number) => void;
 
 /** SQL (a SELECT over a_rank_base) of every column the engine reads, in wallet order. */
 export function rankingColumnsSql(base = 'a_rank_base', where = 'true'): string {
@@ -111,6 +116,29 @@ export interface RankedPage {
 }
 
 const round9 = (x: number) => Math.round(x * 1e9) / 1e9;
+
+/** What score() leaves: see RankingEngine.score. */
+interface Scored {
+  mask: Uint8Array;
+  composite: Float64Array;
+  before: (a: number, b: number) => number;
+  /** what `before` sorts by (NaN last) and in which direction; ties by row (wallet id) */
+  sortKey: Float64Array;
+  desc: boolean;
+  explain: ExplainCounts;
+}
+
+/** Run a generator of steps to its end (the synchronous form of a stepped computation). */
+function drain<R>(steps: Generator<void, R>): R {
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
+}
+
+/** A pause between the steps of a long computation, so the event loop runs what waits (a timer: core does no I/O). */
+export const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
+
 
 export class RankingEngine {
   /** per metric: measured rows sorted by value ascending */
@@ -301,22 +329,30 @@ export class RankingEngine {
    * the explain counts and the board order (`before`). The composite column is the engine's scratch: valid until the
    * next call.
    */
-  private score(cfg: RankingConfig, asOfUs: number): {
-    mask: Uint8Array;
-    composite: Float64Array;
-    before: (a: number, b: number) => number;
-    /** what `before` sorts by (NaN last) and in which direction; ties by row (wallet id) */
-    sortKey: Float64Array;
-    desc: boolean;
-    explain: ExplainCounts;
-  } {
-    const c = this.cols;
-    const n = c.n;
+  private score(cfg: RankingConfig, asOfUs: number): Scored {
+    return drain(this.scoreSteps(cfg, asOfUs));
+  }
+
+  /** score() in steps: it yields after the cohort and gates and after each weighted metric's walk. */
+  private *scoreSteps(cfg: RankingConfig, asOfUs: number): Generator<void, Scored> {
     const mask = this.cohort(cfg, asOfUs);
     const { cohort, counts } = this.gates(cfg, mask);
+    yield;
     const num = this.num.fill(0);
     const den = this.den.fill(0);
-    for (const [id, w] of Object.entries(cfg.weights) as [MetricId, number][]) if ((w ?? 0) > 0) this.percentiles(id, mask, w, null);
+    for (const [id, w] of Object.entries(cfg.weights) as [MetricId, number][]) {
+      if ((w ?? 0) > 0) {
+        this.percentiles(id, mask, w, null);
+        yield;
+      }
+    }
+    return this.composite(cfg, mask, num, den, cohort, counts);
+  }
+
+  /** The composite, one row per user, the board order (the rest of score()). */
+  private composite(cfg: RankingConfig, mask: Uint8Array, num: Float64Array, den: Float64Array, cohort: number, counts: number[]): Scored {
+    const c = this.cols;
+    const n = c.n;
     // composite = sum(w * pct) / sum(w) over the measured weighted metrics; scored = at least one of them measured
     // (den > 0 only on gated rows). `num` becomes the composite column, NaN where unscored.
     const composite = num;
@@ -360,8 +396,13 @@ export class RankingEngine {
 
   /** Percentiles of `rows` (within the gated mask) for each metric, NaN where not measured. */
   private rowPercentiles(mask: Uint8Array, rows: ArrayLike<number>, metrics: readonly MetricId[]): Partial<Record<MetricId, Float64Array>> {
+    return drain(this.rowPercentileSteps(mask, rows, metrics));
+  }
+
+  /** rowPercentiles in steps: a yield after each metric's walk. */
+  private *rowPercentileSteps(mask: Uint8Array, rows: ArrayLike<number>, metrics: readonly MetricId[]): Generator<void, Partial<Record<MetricId, Float64Array>>> {
     // a page: count, in row order, the gated values below (above) each of the page's values — sequential reads,
-    // where walking a metric's order reads every row at random; a board slice (many rows) walks the order once
+    // where walking a metric's order reads every row at random; a board (many rows) walks each order once
     if (rows.length <= PAGE_PASS_MAX_ROWS) return Object.fromEntries(metrics.map((id) => [id, this.pagePercentiles(id, mask, rows)]));
     this.slot ??= new Int32Array(this.cols.n).fill(-1);
     const slot = this.slot;
@@ -372,6 +413,7 @@ export class RankingEngine {
         const pct = new Float64Array(rows.length).fill(Number.NaN);
         this.percentiles(id, mask, 0, { slot, pct });
         out[id] = pct;
+        yield;
       }
     } finally {
       for (let k = 0; k < rows.length; k++) slot[rows[k]!] = -1;
@@ -448,13 +490,29 @@ export class RankingEngine {
    * The whole board of `cfg` (what boardSql stores for a preset): every ranked row in rank order with its
    * composite, handed to `onRows` in slices of up to `sliceRows` rows with every metric's percentile (NaN = not measured).
    */
-  board(cfg: RankingConfig, asOfUs: number, onRows: (rows: Int32Array, composite: Float64Array, pct: Partial<Record<MetricId, Float64Array>>, firstRank: number) => void, sliceRows = 500_000): ExplainCounts {
-    const { mask, composite, sortKey, desc, explain } = this.score(cfg, asOfUs);
+  board(cfg: RankingConfig, asOfUs: number, onRows: BoardRows, sliceRows = BOARD_SLICE_ROWS): ExplainCounts {
+    return drain(this.boardSteps(cfg, asOfUs, onRows, sliceRows));
+  }
+
+  /**
+   * board() in steps of at most a metric's walk (~65 ms at 2.8M) or a slice of rows: a service scores its boards
+   * between requests (writeBoards pauses at each yield). The engine's scratch columns are the board's until it ends,
+   * so only an engine no request ranks with (a version not yet published) is scored this way.
+   */
+  *boardSteps(cfg: RankingConfig, asOfUs: number, onRows: BoardRows, sliceRows = BOARD_SLICE_ROWS): Generator<void, ExplainCounts> {
+    const { mask, composite, sortKey, desc, explain } = yield* this.scoreSteps(cfg, asOfUs);
+    yield;
     const ranked = boardOrder(composite, sortKey, desc);
-    const scores = Float64Array.from(ranked, (i) => composite[i]!);
+    const scores = new Float64Array(ranked.length);
+    for (let k = 0; k < ranked.length; k++) scores[k] = composite[ranked[k]!]!;
+    yield;
+    // every metric's percentile of every ranked row: one walk per metric for the whole board
+    const pct = yield* this.rowPercentileSteps(mask, ranked, METRIC_IDS);
     for (let a = 0; a < ranked.length; a += sliceRows) {
-      const rows = ranked.slice(a, a + sliceRows);
-      onRows(rows, scores.subarray(a, a + rows.length), this.rowPercentiles(mask, rows, METRIC_IDS), a + 1);
+      const len = Math.min(sliceRows, ranked.length - a);
+      const slice = Object.fromEntries(METRIC_IDS.map((id) => [id, pct[id]!.subarray(a, a + len)]));
+      onRows(ranked.subarray(a, a + len), scores.subarray(a, a + len), slice, a + 1);
+      yield;
     }
     return explain;
   }
@@ -664,7 +722,7 @@ export async function scoreBoards(db: ColumnarRunner, asOf: AsOf, ordersOf?: Ord
  * gives (core/rankings.ts buildBoards, the SQL definition; test/core/ranking-engine.test.ts holds them equal), at a
  * fraction of the cost: each preset is a few passes over the columns, then one join writes every preset's rows.
  */
-export async function writeBoards(db: ColumnarRunner, engine: RankingEngine, asOf: AsOf): Promise<void> {
+export async function writeBoards(db: ColumnarRunner, engine: RankingEngine, asOf: AsOf, pause: () => Promise<void> = yieldToEventLoop): Promise<void> {
   await db.run(`CREATE OR REPLACE TABLE a_board_meta (preset VARCHAR, cohort_size BIGINT, gate_counts BIGINT[], scored BIGINT, total_rows BIGINT)`);
   const pctCols = METRIC_IDS.map((id) => ({ name: `pct_${id}`, type: 'DOUBLE' as const }));
   const columns = [
@@ -683,7 +741,9 @@ export async function writeBoards(db: ColumnarRunner, engine: RankingEngine, asO
   const meta: string[] = [];
   for (const [presetNo, p] of PRESETS.entries()) {
     const cfg = RankingConfig.parse(p.config);
-    const e = engine.board(cfg, asOf.getTime() * 1000, (rows, composite, pct, firstRank) => {
+    // scored in steps, with a pause between them: a service answers requests meanwhile (scoring every preset at once
+    // held its event loop for 16 s at full scale)
+    const steps = engine.boardSteps(cfg, asOf.getTime() * 1000, (rows, composite, pct, firstRank) => {
       const byMetric = METRIC_IDS.map((id) => pct[id]!);
       for (let k = 0; k < rows.length; k++) {
         w.set(0, presetNo);
@@ -697,6 +757,12 @@ export async function writeBoards(db: ColumnarRunner, engine: RankingEngine, asO
         w.next();
       }
     });
+    let step = steps.next();
+    while (!step.done) {
+      await pause();
+      step = steps.next();
+    }
+    const e = step.value;
     meta.push(`('${p.slug}', ${e.cohort}, [${e.counts.join(',')}]::BIGINT[], ${e.scored}, ${e.total})`);
   }
   await w.close();

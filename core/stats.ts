@@ -18,9 +18,10 @@ export function normalCdf(x: number): number {
  * With m tests sorted ascending, discoveries are p_(1..k) for the largest k with p_(k) <= k q / m.
  */
 export function benjaminiHochbergCutoff(pValues: readonly number[], q: number): number | null {
-  const sorted = [...pValues].filter((p) => Number.isFinite(p)).sort((a, b) => a - b);
+  // a typed array's native numeric sort (no comparator call per pair: the sharp cut-off sorts ~1M at full scale)
+  const sorted = Float64Array.from(pValues.filter((p) => Number.isFinite(p))).sort();
   const m = sorted.length;
   let cutoff: number | null = null;
-  for (let k = 1; k <= m; k++) if ((sorted[k - 1] as number) <= (k * q) / m) cutoff = sorted[k - 1] as number;
+  for (let k = 1; k <= m; k++) if (sorted[k - 1]! <= (k * q) / m) cutoff = sorted[k - 1]!;
   return cutoff;
 }

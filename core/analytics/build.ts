@@ -379,6 +379,16 @@ export function walletTableStatements(asOf: AsOf, scope: WalletScope): { table: 
 
 export const BEST_CATEGORY_SQL = `SELECT wallet_id, best_category, best_category_z, best_category_markets FROM a_category WHERE category_rank = 1`;
 
+/** The ranked wallets' skill deviates (the sharp cut-off's input), as typed columns: ~10x faster than row objects. */
+export async function rankedDeviates(db: ColumnarRunner): Promise<number[]> {
+  const out: number[] = [];
+  await db.scan(RANKED_DEVIATES_SQL, (b) => {
+    const w = b.f64('w');
+    for (let i = 0; i < b.n; i++) out.push(w[i]!);
+  });
+  return out;
+}
+
 /** The full build as of T. */
 export async function fullBuild(db: ColumnarRunner, asOf: AsOf, opts: FullBuildOptions = {}): Promise<BuildReport & { mids: MidIndex; watermark: number }> {
   const T = tsLiteral(asOf);
@@ -426,8 +436,8 @@ export async function fullBuild(db: ColumnarRunner, asOf: AsOf, opts: FullBuildO
     await db.run(`CREATE OR REPLACE TABLE a_best_category AS ${BEST_CATEGORY_SQL}`);
   });
   await timed('risk', () => db.run(`CREATE OR REPLACE TABLE a_risk AS ${riskStatsSql(tUs, { all: true }, riskDays)}`));
-  const deviates = await db.all<{ w: number }>(RANKED_DEVIATES_SQL);
-  const sharpMinDeviate = sharpCutoff(deviates.map((d) => d.w));
+  const deviates = await rankedDeviates(db);
+  const sharpMinDeviate = sharpCutoff(deviates);
   await timed('metrics', async () => {
     for (const sql of writeCohortSql(sharpMinDeviate)) await db.run(sql);
   });

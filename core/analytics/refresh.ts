@@ -42,12 +42,13 @@ import {
   feedStream,
   keySlices,
   loadMarketFacts,
+  rankedDeviates,
   tableSinks,
   venueWatermark,
   walletTableStatements,
   writeMarks,
 } from './build.ts';
-import { RANKED_DEVIATES_SQL, refreshCohortSql, writeCohortSql } from './cohort.ts';
+import { refreshCohortSql, writeCohortSql } from './cohort.ts';
 import { HORIZON_FILLS_TABLE, LEGS_ORDER, LEGS_TABLE, appendHorizonFillsSql, appendLegsSql, inventoryLegsSql, pruneHorizonFillsSql } from './legs.ts';
 import { POSITION_STATE_COLUMNS, positionsSql, walletPositionsSql } from './positions.ts';
 import type { MidIndex } from './mid-index.ts';
@@ -506,8 +507,8 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
   });
 
   // --- cohort-wide
-  const deviates = await db.all<{ w: number }>(RANKED_DEVIATES_SQL);
-  const sharpMinDeviate = sharpCutoff(deviates.map((d) => d.w));
+  const deviates = await rankedDeviates(db);
+  const sharpMinDeviate = sharpCutoff(deviates);
   // a day that closed moved every wallet's risk window: the cohort tables, the rank base and the engine are written
   // whole; otherwise only the rows that changed
   const incremental = daysClosed === 0;

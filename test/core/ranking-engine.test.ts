@@ -11,7 +11,7 @@ import { fullBuild, loadMids } from '../../core/analytics/build.ts';
 import { refresh } from '../../core/analytics/refresh.ts';
 import { RankingEngine, boardOrder, loadRankColumns, metricOrders, sortedMeasured, writeBoards, type RankColumns } from '../../core/ranking-engine.ts';
 import { patchEngine } from '../../core/ranking-patch.ts';
-import { GATE_FIELDS, METRIC_IDS, RankingConfig, buildBoards, customRanking, type GateField, type MetricId } from '../../core/rankings.ts';
+import { GATE_FIELDS, METRIC_IDS, PRESETS, RankingConfig, buildBoards, customRanking, type GateField, type MetricId } from '../../core/rankings.ts';
 import { SMART_MONEY_TAGS } from '../../core/tags.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { metricOrdersOffThread } from '../../jobs/analytics/rank-orders.ts';
@@ -61,6 +61,26 @@ it('boardOrder gives the comparator order: key best first (either direction), Na
       expect([...boardOrder(composite, key, desc)]).toEqual(want);
     }),
   );
+});
+
+it('writeBoards scores in steps, pausing between them (a service answers requests meanwhile), and writes what board() gives', async () => {
+  const db = duckRunner(v.conn);
+  let pauses = 0;
+  await v.conn.run('BEGIN TRANSACTION');
+  try {
+    await writeBoards(db, engine, T, async () => {
+      pauses++;
+    });
+    // per preset at least: after the gates, after a weighted metric's walk, after the composite, after the order, after
+    // a slice of rows (at full scale also after each metric's walk for the board's percentiles)
+    expect(pauses).toBeGreaterThanOrEqual(PRESETS.length * 5);
+    const written = await db.all<{ wallet_id: number; composite_score: number }>(`SELECT wallet_id, composite_score FROM a_board WHERE preset = '${PRESETS[0]!.slug}' ORDER BY rank`);
+    const want: number[] = [];
+    engine.board(RankingConfig.parse(PRESETS[0]!.config), T.getTime() * 1000, (rows) => want.push(...Array.from(rows, (r) => engine.cols.walletId[r]!)));
+    expect(written.map((r) => Number(r.wallet_id))).toEqual(want);
+  } finally {
+    await v.conn.run('ROLLBACK');
+  }
 });
 
 it('a worker thread orders shared columns exactly as metricOrders does here', async () => {
