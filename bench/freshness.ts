@@ -194,7 +194,9 @@ const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((x, y) => x - y);
   return Number(s[Math.min(s.length - 1, Math.floor(p * s.length))]!.toFixed(1));
 };
-const stats = (xs: number[]) => ({ n: xs.length, p50: pct(xs, 0.5), p95: pct(xs, 0.95), p99: pct(xs, 0.99), max: xs.length ? Number(Math.max(...xs).toFixed(1)) : null });
+// (a loop, not Math.max(...xs): at 680 fills/s there is one latency per fill, too many arguments for a call)
+const maxOf = (xs: number[]) => xs.reduce((m, x) => (x > m ? x : m), Number.NEGATIVE_INFINITY);
+const stats = (xs: number[]) => ({ n: xs.length, p50: pct(xs, 0.5), p95: pct(xs, 0.95), p99: pct(xs, 0.99), max: xs.length ? Number(maxOf(xs).toFixed(1)) : null });
 // each fill's latency: the first publish whose watermark covers its batch (weighted by the batch's fill count)
 const published: number[] = [];
 const ranked: number[] = [];
