@@ -104,7 +104,12 @@ describe('a refreshed state equals a rebuild', () => {
         const diffs = await run(batches, restartAt);
         expect(diffs, diffs.join('\n')).toEqual([]);
       }),
-      { numRuns: Number(process.env.LIVE_PROPERTY_RUNS ?? 10), endOnFailure: true },
+      // LIVE_PROPERTY_SEED / LIVE_PROPERTY_PATH replay a failure fast-check reported
+      {
+        numRuns: Number(process.env.LIVE_PROPERTY_RUNS ?? 10),
+        endOnFailure: true,
+        ...(process.env.LIVE_PROPERTY_SEED ? { seed: Number(process.env.LIVE_PROPERTY_SEED), path: process.env.LIVE_PROPERTY_PATH } : {}),
+      },
     );
     // most refreshes patched the previous engine (the others closed a day or followed a restart)
     expect(patchedRefreshes).toBeGreaterThan(0);

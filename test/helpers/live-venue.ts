@@ -173,7 +173,7 @@ export const ANALYTICS_TABLES: Record<string, string[]> = {
   a_horizon_fills: ['ts', 'wallet_id', 'market_id', 'outcome_index', 'log_index', 'kind', 'q', 'seq'],
   a_positions: ['wallet_id', 'market_id', 'outcome_index'],
   a_position_state: ['wallet_id', 'market_id', 'outcome_index'],
-  a_holds: ['wallet_id', 'market_id', 'outcome_index', 'start_ts', 'exit_ts', 'cost_in'],
+  a_holds: ['wallet_id', 'market_id', 'outcome_index', 'start_ts', 'exit_ts', 'cost_in', 'episode'],
   a_marks: ['market_id', 'outcome_index'],
   a_risk_daily: ['wallet_id', 'day'],
   a_risk_pos: ['wallet_id', 'market_id', 'outcome_index'],

@@ -33,8 +33,9 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 afterEach(() => {
-  vi.useRealTimers();
+  // the spies first: restoring a spy made on a faked setTimeout after useRealTimers put the fake back for good
   vi.restoreAllMocks();
+  vi.useRealTimers();
 });
 
 const newStore = () => new SnapshotStore(join(dir, `store-${++n}.sqlite`));
