@@ -136,9 +136,17 @@ function drain<R>(steps: Generator<void, R>): R {
   }
 }
 
+/** Run a generator of steps to its end, awaiting `pause` between steps (the asynchronous form of drain). */
+async function drainPausing<R>(steps: Generator<void, R>, pause: () => Promise<void>): Promise<R> {
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+    await pause();
+  }
+}
+
 /** A pause between the steps of a long computation, so the event loop runs what waits (a timer: core does no I/O). */
 export const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
-
 
 export class RankingEngine {
   /** per metric: measured rows sorted by value ascending */
@@ -743,7 +751,7 @@ export async function writeBoards(db: ColumnarRunner, engine: RankingEngine, asO
     const cfg = RankingConfig.parse(p.config);
     // scored in steps, with a pause between them: a service answers requests meanwhile (scoring every preset at once
     // held its event loop for 16 s at full scale)
-    const steps = engine.boardSteps(cfg, asOf.getTime() * 1000, (rows, composite, pct, firstRank) => {
+    const e = await drainPausing(engine.boardSteps(cfg, asOf.getTime() * 1000, (rows, composite, pct, firstRank) => {
       const byMetric = METRIC_IDS.map((id) => pct[id]!);
       for (let k = 0; k < rows.length; k++) {
         w.set(0, presetNo);
@@ -756,13 +764,7 @@ export async function writeBoards(db: ColumnarRunner, engine: RankingEngine, asO
         }
         w.next();
       }
-    });
-    let step = steps.next();
-    while (!step.done) {
-      await pause();
-      step = steps.next();
-    }
-    const e = step.value;
+    }), pause);
     meta.push(`('${p.slug}', ${e.cohort}, [${e.counts.join(',')}]::BIGINT[], ${e.scored}, ${e.total})`);
   }
   await w.close();

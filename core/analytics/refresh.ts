@@ -85,7 +85,7 @@ export interface RefreshReport {
 }
 
 /** The refresh's temporary working tables, dropped when it ends. */
-const REFRESH_WORK_TABLES = ['revalue', 'revalued', 'new_mids', 'late_mids', 'new_legs', 'new_pos', 'restream_pos', 'cont_pos', 'cont_state', 'cont_legs', 'touched_wallets', 'touched_state', 'streamed_state', 'dirty_pos', 'mark_wallets', 'dirty_legs', 'late_legs', 'late_wallets', 'full_wallets',
+const REFRESH_WORK_TABLES = ['revalue', 'revalued', 'new_mids', 'late_mids', 'new_legs', 'new_pos', 'restream_pos', 'cont_pos', 'rewritten_pos', 'cont_state', 'cont_legs', 'touched_wallets', 'touched_state', 'streamed_state', 'dirty_pos', 'mark_wallets', 'dirty_legs', 'late_legs', 'late_wallets', 'full_wallets',
   'scoped_positions', 'scoped_fill_legs', 'scoped_holds', 'scoped_median_fill', 'due_legs', 'alpha_due', 'alpha_only', 'mark_only', 'clusters_before', 'rank_changed', 'metrics_changed', 'day_values', 'day_legs', 'mark_tokens'];
 
 /** alpha_due: a_position_state's key and horizon-sum columns, as the state declares them. */
@@ -297,6 +297,8 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
         SELECT wallet_id, market_id, outcome_index FROM new_pos ANTI JOIN cont_pos USING (wallet_id, market_id, outcome_index)
         UNION ALL SELECT * FROM restream_pos)`);
     await db.run(`DELETE FROM due_legs WHERE (wallet_id, market_id, outcome_index) IN (SELECT (wallet_id, market_id, outcome_index) FROM dirty_pos)`);
+    // every position whose state row the stream writes again (restreamed or continued)
+    await db.run(`CREATE OR REPLACE TEMP TABLE rewritten_pos AS SELECT * FROM dirty_pos UNION ALL SELECT * FROM cont_pos`);
     const [c] = await db.all<{ n: number; k: number }>(`SELECT (SELECT count(*) FROM dirty_pos) AS n, (SELECT count(*) FROM cont_pos) AS k`);
     return { positions: Number(c?.n ?? 0), continued: Number(c?.k ?? 0) };
   });
@@ -347,10 +349,11 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
   // --- restream the dirty positions (their whole histories), continue the others from their stored state
   await timed('stream', async () => {
     const markets = await loadMarketFacts(db, to.asOf);
-    const key = `(wallet_id, market_id, outcome_index) IN (SELECT (wallet_id, market_id, outcome_index) FROM dirty_pos)`;
-    await db.run(`DELETE FROM a_position_state WHERE ${key}`);
-    await db.run(`DELETE FROM a_holds WHERE ${key}`);
-    // a continued position's state row and its current episode's hold row are written again by the stream
+    const keyIn = (t: string) => `(wallet_id, market_id, outcome_index) IN (SELECT (wallet_id, market_id, outcome_index) FROM ${t})`;
+    // the state rows the stream writes again (one scan of the table for both kinds); a restreamed position's every
+    // hold row, a continued one's current episode's (below)
+    await db.run(`DELETE FROM a_position_state WHERE ${keyIn('rewritten_pos')}`);
+    await db.run(`DELETE FROM a_holds WHERE ${keyIn('dirty_pos')}`);
     const resume = new Map<string, PositionOut>();
     if (continued > 0) {
       await db.run(`CREATE OR REPLACE TEMP TABLE cont_state AS SELECT * FROM touched_state SEMI JOIN cont_pos USING (wallet_id, market_id, outcome_index)`);
@@ -362,28 +365,28 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
           resume.set(`${p.wallet_id}:${p.market_id}:${p.outcome_index}`, p as unknown as PositionOut);
         }
       });
-      await db.run(`DELETE FROM a_position_state WHERE (wallet_id, market_id, outcome_index) IN (SELECT (wallet_id, market_id, outcome_index) FROM cont_state)`);
       await db.run(`DELETE FROM a_holds h USING cont_state c
         WHERE h.wallet_id = c.wallet_id AND h.market_id = c.market_id AND h.outcome_index = c.outcome_index AND h.episode = c.episodes`);
     }
     // the rows written also go to streamed_state: with touched_state, the per-wallet step's positions
     const sinks = await tableSinks(db, us(to.asOf), { positions: true, risk: false, positionsCopy: 'streamed_state' });
     const stream = new PositionStream({ T: us(to.asOf), mids, markets, resume: (w, m, o) => resume.get(`${w}:${m}:${o}`) }, sinks);
+    const feed = async (legs: string) => {
+      for (const [lo, hi] of await keySlices(db, legs, 'wallet_id')) {
+        await feedStream(db, `SELECT ${LEG_SCAN_COLUMNS} FROM ${legs} WHERE wallet_id >= ${lo} AND wallet_id < ${hi} ORDER BY ${LEGS_ORDER}`, stream);
+      }
+    };
     if (positions > 0) {
       // the dirty wallets' legs first (one integer key), then their dirty positions' (a three-column semi-join over
       // every leg took 24 s at full scale)
       await db.run(`CREATE OR REPLACE TEMP TABLE dirty_legs AS SELECT l.* FROM (
           SELECT * FROM ${LEGS_TABLE} WHERE wallet_id IN (SELECT DISTINCT wallet_id FROM dirty_pos) AND ts <= ${Tnew}) l
         SEMI JOIN dirty_pos d USING (wallet_id, market_id, outcome_index)`);
-      for (const [lo, hi] of await keySlices(db, 'dirty_legs', 'wallet_id')) {
-        await feedStream(db, `SELECT ${LEG_SCAN_COLUMNS} FROM dirty_legs WHERE wallet_id >= ${lo} AND wallet_id < ${hi} ORDER BY ${LEGS_ORDER}`, stream);
-      }
+      await feed('dirty_legs');
     }
     if (continued > 0) {
       await db.run(`CREATE OR REPLACE TEMP TABLE cont_legs AS SELECT * FROM new_legs SEMI JOIN cont_pos USING (wallet_id, market_id, outcome_index)`);
-      for (const [lo, hi] of await keySlices(db, 'cont_legs', 'wallet_id')) {
-        await feedStream(db, `SELECT ${LEG_SCAN_COLUMNS} FROM cont_legs WHERE wallet_id >= ${lo} AND wallet_id < ${hi} ORDER BY ${LEGS_ORDER}`, stream);
-      }
+      await feed('cont_legs');
     }
     stream.finish();
     await sinks.close();
@@ -468,7 +471,7 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     // wallet only late_risk touched (rarely any)
     const lateOnly = `(SELECT wallet_id FROM full_wallets EXCEPT SELECT wallet_id FROM touched_wallets)`;
     await db.run(`CREATE OR REPLACE TEMP TABLE scoped_positions AS ${positionsSql(`(
-        SELECT * FROM (SELECT * FROM touched_state WHERE ${inScope}) ANTI JOIN (SELECT * FROM dirty_pos UNION ALL SELECT * FROM cont_pos) USING (wallet_id, market_id, outcome_index)
+        SELECT * FROM (SELECT * FROM touched_state WHERE ${inScope}) ANTI JOIN rewritten_pos USING (wallet_id, market_id, outcome_index)
         UNION ALL SELECT * FROM streamed_state
         UNION ALL SELECT * FROM a_position_state WHERE wallet_id IN ${lateOnly})`)}`);
     await db.run(`CREATE OR REPLACE TEMP TABLE scoped_fill_legs AS SELECT wallet_id, kind, ts, size_usdc FROM ${LEGS_TABLE} WHERE kind IN (1, 2) AND ${inScope}`);
