@@ -453,8 +453,10 @@ describe('documented errors', () => {
   it('fuzz: never a 500; every non-2xx body is exactly the error object; every 2xx the strict shape', async () => {
     const routes = ['calibration', 'positions', 'activity', 'copy-fitness'] as const;
     const shapes = { calibration: StrictCalibration, positions: StrictPositions, activity: TraderActivity.strict(), 'copy-fitness': CopyFitness.strict() };
+    // the known and edge-case proxies weigh more: the success paths are a few percent of the draws, and an unweighted
+    // draw of 250 sometimes reached 200 fewer than 4 times (a red CI with nothing broken)
     const proxy = fc.oneof(
-      fc.constantFrom(W.big, W.void, W.active, UNKNOWN, W.big.toUpperCase().replace('0X', '0x'), '0x', '%20', '..', 'null'),
+      { weight: 3, arbitrary: fc.constantFrom(W.big, W.void, W.active, UNKNOWN, W.big.toUpperCase().replace('0X', '0x'), '0x', '%20', '..', 'null') },
       fc.string({ unit: fc.constantFrom(...'0123456789abcdefABCDEF'), minLength: 38, maxLength: 42 }).map((h) => `0x${h}`),
       fc.string({ maxLength: 44 }).map(encodeURIComponent),
     );
