@@ -16,6 +16,7 @@ import { DEFAULT_END } from './data/generator/config.ts';
 import { DEMO_VENUE, REAL_MARKETS_CSV } from './data/generator/defaults.ts';
 import { progressBar } from './data/progress.ts';
 import { LiveTail } from './data/live-tail/tail.ts';
+import type { TailFill, TailResolution } from './data/live-tail/generator.ts';
 import { AnalyticsEngine } from './jobs/analytics/engine.ts';
 import { snapshotRunner } from './data/snapshot-runner.ts';
 import { RankerCache } from './jobs/analytics/rankers.ts';
@@ -38,9 +39,32 @@ import { FillStream } from './jobs/stream.ts';
 import { PushStore } from './data/push-store.ts';
 import { PushService } from './jobs/push.ts';
 import { devTargetsFromEnvOrExit } from './jobs/webhooks/dev-targets.ts';
+import { VenueSelectError, isSyncedVenue, loadDirVenue, parseVenue, storedVenueTime, venueDbPath } from './data/venue-select.ts';
+import { POLYMARKET_GAMMA_URL, VenueSync } from './data/sync/index.ts';
+import { HttpSource, JsonRpc } from './data/sync/http.ts';
+import { blockAtTime } from './data/sync/block-time.ts';
+import type { VenueChoice } from './data/venue-select.ts';
 
+const Address = z.string().regex(/^0x[0-9a-fA-F]{40}$/);
+const AddressList = z
+  .string()
+  .default('')
+  .transform((v) => v.split(',').map((x) => x.trim()).filter(Boolean))
+  .pipe(z.array(Address));
 const Env = z.object({
   DATA_DIR: z.string().default('var'),
+  /** demo (the generated venue, default) | polymarket (synced from the public sources) | a venue directory */
+  VENUE: z.string().min(1).default('demo'),
+  /** the sync's sources (VENUE=polymarket, or a synced directory to keep following) */
+  GAMMA_URL: z.url().optional(),
+  POLYGON_RPC_URL: z.url().optional(),
+  /** VENUE=polymarket's first backfill starts here: a block number or an ISO date (default: 7 days ago) */
+  VENUE_FROM: z.string().regex(/^(\d+|\d{4}-\d{2}-\d{2}(T[\d:.]+Z?)?)$/).optional(),
+  VENUE_CONFIRMATIONS: z.coerce.number().int().min(0).max(10_000).default(32),
+  /** exchanges beyond the defaults (the V2 contracts), comma-separated */
+  VENUE_CTF_EXCHANGES: AddressList,
+  VENUE_NEG_RISK_EXCHANGES: AddressList,
+  VENUE_POLL_MS: z.coerce.number().int().min(100).default(2000),
   DEMO_WALLETS: z.coerce.number().int().min(100).default(DEMO_VENUE.wallets),
   DEMO_DAYS: z.coerce.number().int().min(2).default(DEMO_VENUE.days),
   DEMO_SEED: z.coerce.number().int().min(0).default(DEMO_VENUE.seed),
@@ -89,11 +113,21 @@ const env = parsed.data;
 // checked before anything is built: a development allow-list in production stops the start
 const devTargets = await devTargetsFromEnvOrExit(env);
 const venueOpts = { wallets: env.DEMO_WALLETS, days: env.DEMO_DAYS, seed: env.DEMO_SEED, end: DEFAULT_END, realMarketsCsv: REAL_MARKETS_CSV };
-const root = resolve(env.DATA_DIR, `demo-w${venueOpts.wallets}-d${venueOpts.days}-s${venueOpts.seed}`);
-const dbPath = join(root, 'venue.duckdb');
+let venue: VenueChoice;
+let dbPath: string;
+try {
+  venue = parseVenue(env.VENUE, env.DATA_DIR);
+  dbPath = venue.kind === 'demo' ? '' : venueDbPath(venue);
+} catch (e) {
+  if (!(e instanceof VenueSelectError)) throw e;
+  console.error(`configuration error: ${e.message}`);
+  process.exit(2);
+}
+const root = venue.kind === 'demo' ? resolve(env.DATA_DIR, `demo-w${venueOpts.wallets}-d${venueOpts.days}-s${venueOpts.seed}`) : venue.root;
+if (venue.kind === 'demo') dbPath = join(root, 'venue.duckdb');
 await mkdir(root, { recursive: true });
 
-if (!existsSync(join(root, 'manifest.json'))) {
+if (venue.kind === 'demo' && !existsSync(join(root, 'manifest.json'))) {
   console.error(`Generating the demo venue (${venueOpts.wallets.toLocaleString()} wallets, ${venueOpts.days} days, seed ${venueOpts.seed}) in ${root}`);
   const bar = progressBar('demo venue');
   const r = await generateVenue(venueOpts, root, bar.update);
@@ -102,12 +136,53 @@ if (!existsSync(join(root, 'manifest.json'))) {
 }
 
 const { instance, conn } = await openDuckDB({ path: dbPath, threads: 2 });
-// The marker is written last, so a load interrupted half-way is redone on the next start.
-const loaded = await queryRows(conn, `SELECT 1 FROM information_schema.tables WHERE table_name = 'venue_loaded'`);
-if (loaded.length === 0) {
-  console.error('Loading the venue into DuckDB ...');
-  await attachVenue(conn, join(root, 'venue'), { materialize: true });
-  await conn.run(`CREATE TABLE venue_loaded AS SELECT now() AS loaded_at`);
+if (venue.kind === 'demo') {
+  // The marker is written last, so a load interrupted half-way is redone on the next start.
+  const loaded = await queryRows(conn, `SELECT 1 FROM information_schema.tables WHERE table_name = 'venue_loaded'`);
+  if (loaded.length === 0) {
+    console.error('Loading the venue into DuckDB ...');
+    await attachVenue(conn, join(root, 'venue'), { materialize: true });
+    await conn.run(`CREATE TABLE venue_loaded AS SELECT now() AS loaded_at`);
+  }
+} else if (venue.kind === 'dir') {
+  await loadDirVenue(conn, root, (m) => console.error(m));
+}
+
+// The sync: VENUE=polymarket always; a directory written by `npm run venue:sync` keeps following its sources when
+// they are configured (else it is served as it is).
+let sync: VenueSync | undefined;
+if (venue.kind === 'polymarket' || (venue.kind === 'dir' && (await isSyncedVenue(conn)) && env.POLYGON_RPC_URL)) {
+  if (!env.POLYGON_RPC_URL) {
+    console.error('configuration error: VENUE=polymarket needs POLYGON_RPC_URL (a Polygon JSON-RPC endpoint); GAMMA_URL defaults to the public Gamma API');
+    process.exit(2);
+  }
+  const resuming = await isSyncedVenue(conn);
+  let fromBlock = 0n;
+  if (!resuming) {
+    // the first backfill's start: VENUE_FROM (a block or a date), else a week back
+    const from = env.VENUE_FROM ?? new Date(Date.now() - 7 * 86_400_000).toISOString();
+    const probe = new JsonRpc(new HttpSource({ name: 'rpc', baseUrl: env.POLYGON_RPC_URL }));
+    fromBlock = /^\d+$/.test(from) ? BigInt(from) : await blockAtTime(probe, new Date(from));
+    await probe.source.close();
+  }
+  sync = await VenueSync.open(conn, {
+    gammaUrl: env.GAMMA_URL ?? POLYMARKET_GAMMA_URL,
+    rpcUrl: env.POLYGON_RPC_URL,
+    chain: { ctfExchanges: env.VENUE_CTF_EXCHANGES, negRiskExchanges: env.VENUE_NEG_RISK_EXCHANGES },
+    fromBlock,
+    confirmations: env.VENUE_CONFIRMATIONS,
+  });
+  console.error(`${resuming ? 'Resuming' : 'Starting'} the venue sync (${env.GAMMA_URL ?? POLYMARKET_GAMMA_URL}, chain from block ${await sync.chain.nextBlock()})`);
+  const bar = progressBar('venue sync');
+  sync.on('progress', (p) => {
+    if (p.phase === 'chain' && p.done !== undefined && p.total !== undefined) bar.update('chain', Math.min(p.done, p.total), p.total);
+  });
+  sync.on('gamma', (p) => bar.update(`gamma ${p.phase}`, p.markets, Math.max(p.markets, 1)));
+  const r = await sync.backfill();
+  bar.stop();
+  sync.removeAllListeners('progress');
+  sync.removeAllListeners('gamma');
+  console.error(`  backfill: ${r.markets.toLocaleString()} markets read, ${r.blocks.toLocaleString()} blocks, ${r.fills.toLocaleString()} fills`);
 }
 // a database written by an older version gets the current venue schema (arrival seqs, nullable parties)
 await migrateVenue(conn);
@@ -119,7 +194,7 @@ const [summary] = await queryRows<Record<string, number | string>>(
 );
 console.log(`Venue ready: ${dbPath}`);
 console.log(`  ${JSON.stringify(summary)}`);
-console.log(`  Parquet tables: ${join(root, 'venue')}   ground truth: ${join(root, 'truth')}`);
+if (venue.kind === 'demo') console.log(`  Parquet tables: ${join(root, 'venue')}   ground truth: ${join(root, 'truth')}`);
 
 // Demo accounts: the generator's multi-wallet owners stand for users who linked their wallets (issue 5's accounts
 // write the same table); rankings show one row per user.
@@ -132,7 +207,12 @@ if (links!.n === 0 && existsSync(truthWallets)) {
 // Analytics: the engine resumes its persisted state or builds it (as of the latest stored fill), then keeps it live
 // (jobs/analytics/engine.ts): every refresh recomputes what the new venue rows changed and commits a new version.
 const [lastStored] = await queryRows<{ t: Date }>(conn, `SELECT max(ts) AS t FROM fills`);
-let clock: () => Date = () => new Date(lastStored!.t);
+// a stored venue's clock is its newest fill or synced block; a followed one's advances with each synced batch
+let storedClockMs = venue.kind === 'demo' ? new Date(lastStored!.t).getTime() : (await storedVenueTime(conn)).getTime();
+sync?.on('batch', (s) => {
+  if (s.toTs * 1000 > storedClockMs) storedClockMs = s.toTs * 1000;
+});
+let clock: () => Date = () => new Date(storedClockMs);
 let buildBar: ReturnType<typeof progressBar> | null = null;
 const engine = await AnalyticsEngine.open(instance, {
   now: () => clock(),
@@ -169,7 +249,7 @@ if (env.LIVE_TAIL === 'on') {
   // The demo venue keeps its own clock: it resumes at the last stored fill and advances with the tail. "As of now"
   // analytics and the daily snapshots read that clock; sessions, nonces and rate windows read the wall clock.
   let tail: LiveTail | undefined;
-  const venueNow = () => (tail ? new Date(tail.stats().venueTime) : new Date(lastStored!.t));
+  const venueNow = () => (tail ? new Date(tail.stats().venueTime) : new Date(storedClockMs));
   clock = venueNow;
   const origin = env.PUBLIC_ORIGIN ?? `http://${env.HOST}:${env.PORT}`;
   const tidKeyPath = join(root, 'tid.key');
@@ -277,14 +357,32 @@ if (env.LIVE_TAIL === 'on') {
     if (gateway?.demoPayer) console.log(`  local chain ${gateway.chain!.rpcUrl}: demo payer ${gateway.demoPayer.address} holds 10 test USDC (private key ${gateway.demoPayer.privateKey})`);
   });
   stream.attach(server);
-  tail = await LiveTail.start(conn, venueOpts, { ratePerSecond: env.LIVE_TAIL_RATE, speed: env.LIVE_TAIL_SPEED });
+  // the venue's new rows: the demo's generated tail, or the sync following the real sources
+  if (venue.kind === 'demo') tail = await LiveTail.start(conn, venueOpts, { ratePerSecond: env.LIVE_TAIL_RATE, speed: env.LIVE_TAIL_SPEED });
+  let syncStatus = 'not following (a stored venue)';
+  let following: Promise<void> = Promise.resolve();
+  if (sync) {
+    sync.on('progress', (p) => {
+      if (p.phase === 'follow' && p.head !== undefined && p.next !== undefined) syncStatus = `next block ${p.next}, head ${p.head}, ${Number(p.head - p.next + 1n)} blocks behind the head`;
+    });
+    sync.on('error', (e) => console.error(`  venue sync: ${e.message} (retrying)`));
+    following = sync.follow({ pollMs: env.VENUE_POLL_MS });
+  }
+  const onFill = (h: (f: TailFill) => void) => {
+    tail?.on('fill', h);
+    sync?.on('fill', h);
+  };
+  const onResolution = (h: (r: TailResolution) => void) => {
+    tail?.on('resolution', h);
+    sync?.on('resolution', h);
+  };
   // event producers: every taker fill (trader.fill, and signal.smart_money when it qualifies) and every resolution,
   // in order, into the durable outbox; the worker delivers
   let producing: Promise<void> = Promise.resolve();
   const produce = (f: () => Promise<void>) => {
     producing = producing.then(f).catch((e) => console.error('  webhooks: producer failed:', (e as Error).message));
   };
-  tail.on('fill', (f) =>
+  onFill((f) =>
     produce(async () => {
       const ev = await fillEvents(venueLookup, f);
       if (!ev) return;
@@ -293,7 +391,7 @@ if (env.LIVE_TAIL === 'on') {
       if (ev.signal) push.publish('signal.smart_money', ev.signal, ev.emitted);
     }),
   );
-  tail.on('resolution', (r) =>
+  onResolution((r) =>
     produce(async () => {
       // one market.resolved data for both channels
       const data = await resolutionData(venueLookup, r);
@@ -302,7 +400,8 @@ if (env.LIVE_TAIL === 'on') {
     }),
   );
   console.log(`Webhook deliveries: ${queueRedis ? 'Redis queue (BullMQ), a worker in this process' : 'SQLite outbox worker'}`);
-  console.log(`Live tail: ~${env.LIVE_TAIL_RATE} taker fills/s (speed x${env.LIVE_TAIL_SPEED}); Ctrl-C to stop.`);
+  if (tail) console.log(`Live tail: ~${env.LIVE_TAIL_RATE} taker fills/s (speed x${env.LIVE_TAIL_SPEED}); Ctrl-C to stop.`);
+  else console.log(`Venue: ${root} (${sync ? 'following its sources' : 'as stored'}); Ctrl-C to stop.`);
   const schedule = startSnapshotSchedule({ instance, store: snapshots, now: venueNow, log: (m) => console.log(`  ${m}`) });
   // the analytics follow the venue: each refresh commits a version; signals then act on the current tags
   engine.on('published', (p, r) => {
@@ -321,8 +420,10 @@ if (env.LIVE_TAIL === 'on') {
   const purge = setInterval(() => accounts.purgeExpired(Date.now()), 3600_000);
   purge.unref();
   const timer = setInterval(() => {
-    const s = tail!.stats();
-    console.log(`  tail: ${s.fills} fills (${s.fillsPerSecond.toFixed(1)}/s), ${s.resolutions} resolutions, venue time ${s.venueTime}`);
+    if (tail) {
+      const s = tail.stats();
+      console.log(`  tail: ${s.fills} fills (${s.fillsPerSecond.toFixed(1)}/s), ${s.resolutions} resolutions, venue time ${s.venueTime}`);
+    } else if (sync) console.log(`  venue sync: ${syncStatus}, venue time ${venueNow().toISOString()}`);
   }, 10_000);
   const stop = async () => {
     clearInterval(timer);
@@ -330,7 +431,10 @@ if (env.LIVE_TAIL === 'on') {
     server.close();
     // a snapshot in progress may take a minute: give the jobs a few seconds, then go (stores are transactional)
     await Promise.race([Promise.all([schedule.stop(), feedSync.stop()]), new Promise((r) => setTimeout(r, 5000))]);
-    await tail!.stop();
+    await tail?.stop();
+    await sync?.stop();
+    await following;
+    await sync?.close();
     // a refresh in progress is rolled back by the close (the next start resumes from the last committed version)
     await Promise.race([engine.stop(), new Promise((r) => setTimeout(r, 5000))]);
     await producing;
@@ -355,6 +459,7 @@ if (env.LIVE_TAIL === 'on') {
   process.on('SIGTERM', stop);
 } else {
   await engine.stop();
+  await sync?.close();
   conn.closeSync();
   instance.closeSync();
 }

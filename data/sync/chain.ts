@@ -273,6 +273,8 @@ export class ChainSync {
       await this.conn.run(`DELETE FROM chain_blocks WHERE block_number > ${keep}`);
       await setState(this.conn, SOURCE, 'next_block', String(keep + 1n));
       await setState(this.conn, SOURCE, 'reorgs', String(Number((await getState(this.conn, SOURCE, 'reorgs')) ?? '0') + 1));
+      // rows the analytics may have seen are gone: they rebuild (an incremental refresh only ever adds)
+      if (removed > 0) await this.conn.run(`INSERT INTO venue_retractions VALUES (nextval('venue_seq'), now()::TIMESTAMP, ${removed}, 'reorg below block ${keep + 1n}')`);
       return removed;
     });
   }

@@ -7,6 +7,8 @@
  * - chain_blocks: the hash of every block the chain sync read logs up to (a batch's last block) or from; the newest
  *   are compared with the node's on every step to see a reorg.
  * - chain_logs: where each loaded log came from (block number and hash): provenance, and what a reorg removes.
+ * - venue_retractions: one row per batch of venue rows removed after they arrived (a reorg), stamped with an arrival
+ *   seq: the analytics cannot refresh past a removal, so the engine rebuilds (jobs/analytics/engine.ts).
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { queryRows, sqlString } from '../duckdb.ts';
@@ -14,6 +16,7 @@ import { queryRows, sqlString } from '../duckdb.ts';
 export const SYNC_TABLES = [
   `CREATE TABLE IF NOT EXISTS sync_state (source VARCHAR NOT NULL, key VARCHAR NOT NULL, value VARCHAR NOT NULL, updated_at TIMESTAMP NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS chain_blocks (block_number BIGINT NOT NULL, block_hash VARCHAR NOT NULL, ts TIMESTAMP NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS venue_retractions (seq BIGINT NOT NULL, removed_at TIMESTAMP NOT NULL, rows_removed BIGINT NOT NULL, reason VARCHAR NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS chain_logs (tx_hash VARCHAR NOT NULL, log_index INTEGER NOT NULL, block_number BIGINT NOT NULL, block_hash VARCHAR NOT NULL, address VARCHAR NOT NULL, topic0 VARCHAR NOT NULL)`,
 ];
 

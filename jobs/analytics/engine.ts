@@ -6,6 +6,10 @@
  * connections see the previous version until the commit and the whole new one after it (DuckDB snapshot
  * isolation) — then announces the version ('published').
  *
+ * Venue rows removed after they arrived (a reorg the venue sync undid: venue_retractions) cannot be refreshed away
+ * (a refresh only adds what arrived): the next refresh is a full build instead, in the same one transaction, and
+ * a_retractions_seen remembers the newest removal the state accounts for.
+ *
  * A crash mid-refresh loses nothing: the transaction never committed, the next start resumes from the last
  * committed state and the rows it had not seen are still after its watermark. Refreshes never overlap; if one
  * takes longer than the interval the next starts right after it.
@@ -74,6 +78,26 @@ export async function persisted(conn: DuckDBConnection): Promise<(StateMark & { 
   return { asOf: new Date(m.as_of), watermark: Number(m.watermark), version: Number(m.version), builtAt: new Date(m.built_at) };
 }
 
+/** The newest venue removal (its arrival seq; 0: none, or a venue that never removes rows). */
+async function latestRetraction(conn: DuckDBConnection): Promise<number> {
+  const t = await queryRows(conn, `SELECT 1 FROM information_schema.tables WHERE table_name = 'venue_retractions' AND table_schema = 'main'`);
+  if (!t.length) return 0;
+  const [r] = await queryRows<{ s: number | null }>(conn, `SELECT max(seq) AS s FROM venue_retractions`);
+  return Number(r?.s ?? 0);
+}
+
+/** The newest removal the analytics state accounts for (it was built after it). */
+async function seenRetraction(conn: DuckDBConnection): Promise<number> {
+  const t = await queryRows(conn, `SELECT 1 FROM information_schema.tables WHERE table_name = 'a_retractions_seen' AND table_schema = 'main'`);
+  if (!t.length) return 0;
+  const [r] = await queryRows<{ s: number | null }>(conn, `SELECT max(seq) AS s FROM a_retractions_seen`);
+  return Number(r?.s ?? 0);
+}
+
+async function markRetractionSeen(conn: DuckDBConnection, seq: number): Promise<void> {
+  await conn.run(`CREATE OR REPLACE TABLE a_retractions_seen AS SELECT ${seq}::BIGINT AS seq`);
+}
+
 export class AnalyticsEngine extends EventEmitter<EngineEvents> {
   private mark!: StateMark;
   private current!: Published;
@@ -113,7 +137,9 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
       return;
     }
     const asOf = this.opts.now();
+    const retraction = await latestRetraction(this.conn);
     const report = await fullBuild(db, asOf, { onStep: this.opts.onBuildStep, ordersOf: metricOrdersOffThread });
+    await markRetractionSeen(this.conn, retraction);
     this.mids = report.mids;
     this.ranker = report.ranker ?? null;
     this.mark = { asOf, watermark: report.watermark };
@@ -127,30 +153,45 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
   }
 
   /** Refresh now (after any refresh in progress); resolves with the report once the new version is committed. */
-  refreshNow(): Promise<RefreshReport | null> {
+  refreshNow(): Promise<RefreshReport | BuildReport | null> {
     const run = this.running.then(() => this.refreshOnce());
     this.running = run.catch(() => undefined);
     return run;
   }
 
-  private async refreshOnce(): Promise<RefreshReport | null> {
+  private async refreshOnce(): Promise<RefreshReport | BuildReport | null> {
     if (this.stopped) return null;
     const db = duckRunner(this.conn);
     const now = this.opts.now();
     // a clock that went back (a restart of an older clock) never moves the state back
     const asOf = now.getTime() < this.mark.asOf.getTime() ? this.mark.asOf : now;
     await this.conn.run('BEGIN TRANSACTION');
-    let report: RefreshReport;
+    let report: RefreshReport | BuildReport;
     try {
-      const to: StateMark = { asOf, watermark: await venueWatermark(db) };
-      report = await refresh(db, this.mids, this.mark, to, {
-        ordersOf: metricOrdersOffThread,
-        previous: this.ranker ?? undefined,
-        onStep: this.opts.onRefreshStep,
-      });
-      await this.conn.run('COMMIT');
-      this.mark = to;
-      this.ranker = report.ranker ?? null;
+      const retraction = await latestRetraction(this.conn);
+      if (retraction > (await seenRetraction(this.conn))) {
+        // rows it had seen were removed: rebuild as of now, published like a refresh
+        this.log(`analytics: venue rows were removed (arrival ${retraction}): full build`);
+        const built = await fullBuild(db, asOf, { ordersOf: metricOrdersOffThread });
+        await this.conn.run(`UPDATE a_meta SET version = ${this.current.version + 1}`);
+        await markRetractionSeen(this.conn, retraction);
+        await this.conn.run('COMMIT');
+        this.mids = built.mids;
+        this.mark = { asOf, watermark: built.watermark };
+        this.ranker = built.ranker ?? null;
+        report = built;
+      } else {
+        const to: StateMark = { asOf, watermark: await venueWatermark(db) };
+        const refreshed = await refresh(db, this.mids, this.mark, to, {
+          ordersOf: metricOrdersOffThread,
+          previous: this.ranker ?? undefined,
+          onStep: this.opts.onRefreshStep,
+        });
+        await this.conn.run('COMMIT');
+        this.mark = to;
+        this.ranker = refreshed.ranker ?? null;
+        report = refreshed;
+      }
     } catch (e) {
       await this.conn.run('ROLLBACK').catch(() => {});
       // the refresh may have added the new mids to the in-memory index: rebuild it from the committed watermark

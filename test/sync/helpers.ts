@@ -1,4 +1,6 @@
 /** Shared plumbing of the sync tests: a venue database, a sync against the replay, and a venue dumped for comparison. */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { openDuckDB, queryRows } from '../../data/duckdb.ts';
 import { VenueSync, type VenueSyncOptions } from '../../data/sync/index.ts';
@@ -7,6 +9,7 @@ import { REPLAY_CHAIN, type VenueReplay } from '../../data/sync/replay.ts';
 const instances = new WeakMap<DuckDBConnection, DuckDBInstance>();
 
 export async function openVenue(path = ':memory:'): Promise<DuckDBConnection> {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const { instance, conn } = await openDuckDB({ path, threads: 2 });
   instances.set(conn, instance);
   return conn;
