@@ -10,6 +10,7 @@
  *
  * docs/methodology.md "Markets: consensus, holders, flow" records every choice made here.
  */
+import { outcomeLabelSql } from './outcomes.ts';
 import { z } from 'zod';
 import { DUST_SHARES, positionsSql } from './positions.ts';
 import { tsLiteral, type AsOf, type QueryRunner } from './query.ts';
@@ -71,7 +72,8 @@ export const MarketConsensus = z.object({
 });
 export type MarketConsensus = z.infer<typeof MarketConsensus>;
 
-export const OutcomeSide = z.enum(['YES', 'NO']);
+/** YES | NO, or the venue's name of the outcome (Up, Down, a team): core/outcomes.ts */
+export const OutcomeSide = z.string().min(1);
 export type OutcomeSide = z.infer<typeof OutcomeSide>;
 
 /** A top holder for internal use (the wallet id lets an authorized surface link the wallet). */
@@ -352,8 +354,8 @@ export async function topHolders(db: QueryRunner, marketId: number, asOf: AsOf, 
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_TOP_HOLDERS) throw new RangeError(`limit must be an integer in [1, ${MAX_TOP_HOLDERS}]`);
   const ctx = await context(db, marketId, asOf);
   return db.all<TopHolder>(`SELECT h.wallet_id, coalesce(w.pseudonym, 'wallet #' || h.wallet_id) AS pseudonym,
-      CASE h.outcome_index WHEN 0 THEN 'YES' ELSE 'NO' END AS outcome_side, h.held AS shares_held
-    FROM (${holdingsSql(ctx, asOf)}) h LEFT JOIN wallets w USING (wallet_id)
+      ${outcomeLabelSql('m', 'h.outcome_index')} AS outcome_side, h.held AS shares_held
+    FROM (${holdingsSql(ctx, asOf)}) h LEFT JOIN wallets w USING (wallet_id) LEFT JOIN markets m ON m.market_id = ${marketId}
     ORDER BY h.held DESC, h.wallet_id, h.outcome_index LIMIT ${limit}`);
 }
 

@@ -12,6 +12,7 @@
  * (a_wallet_metrics.smart_money_tags), which must be as of T or earlier (labels_as_of in the answer). The tags are the
  * build's, applied to every fill of the window: "wallets that are smart money as of the build, and what they did".
  */
+import { outcomeLabel } from './outcomes.ts';
 import { getAddress } from 'viem';
 import { z } from 'zod';
 import { tsLiteral, type AsOf, type QueryRunner } from './query.ts';
@@ -42,7 +43,8 @@ export class SignalError extends Error {
 // Shapes
 // ---------------------------------------------------------------------------------------------------------------
 
-const OutcomeSide = z.enum(['YES', 'NO']);
+/** YES | NO, or the venue's name of the outcome (core/outcomes.ts) */
+const OutcomeSide = z.string().min(1);
 const Tags = z.array(z.enum(SMART_MONEY_TAGS)).min(1).max(SMART_MONEY_TAGS.length);
 
 const signalDataShape = {
@@ -87,7 +89,7 @@ export interface SignalFill {
   trader_proxy: string;
   condition_id: string;
   title: string;
-  outcome_side: 'YES' | 'NO';
+  outcome_side: string;
   /** the taker's side on the outcome token, any case ('BUY' in the venue tables, 'buy' in trader.fill) */
   taker_side: string;
   price: number;
@@ -226,7 +228,7 @@ export async function smartMoneySignals(db: QueryRunner, asOf: AsOf, opts: Smart
     s AS (
       SELECT big.*, list_filter(a.smart_money_tags, x -> x IN (${inList(SMART_MONEY_TAGS)})) AS tags
       FROM big JOIN a_wallet_metrics a ON a.wallet_id = big.taker_id)
-    SELECT s.*, m.condition_id, m.question, w.address
+    SELECT s.*, m.condition_id, m.question, m.outcome_labels, w.address
     FROM s JOIN markets m USING (market_id) JOIN wallets w ON w.wallet_id = s.taker_id
     WHERE ${tagged.join(' AND ')}
     ORDER BY k_ts DESC, tx_hash DESC, log_index DESC LIMIT ${q.limit + 1}`,
@@ -239,7 +241,7 @@ export async function smartMoneySignals(db: QueryRunner, asOf: AsOf, opts: Smart
         trader_proxy: String(r.address),
         condition_id: String(r.condition_id),
         title: String(r.question),
-        outcome_side: Number(r.outcome_index) === 0 ? 'YES' : 'NO',
+        outcome_side: outcomeLabel(r.outcome_labels as string[] | null, Number(r.outcome_index)),
         taker_side: String(r.side),
         price: Number(r.price),
         size_usdc: Number(r.size_usdc),

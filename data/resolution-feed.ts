@@ -16,6 +16,7 @@
  * Cursor: base64url of `rf1:<feed id>:<seq>` (version 1). The feed id is random per feed file, so a cursor from
  * another (or a recreated) feed is refused instead of silently skipping rows.
  */
+import { winnerLabelSql } from '../core/outcomes.ts';
 import { randomBytes } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { openSqlite } from './sqlite.ts';
@@ -196,7 +197,7 @@ export class ResolutionFeed {
       const marketIds = [...new Set(fresh.map((r) => Number(r.market_id)))].filter((m) => Number.isSafeInteger(m));
       const where = marketIds.length <= IN_LIST_MAX ? `WHERE r.market_id IN (${marketIds.join(', ')})` : '';
       const rows = await source.all<SourceRow>(
-        `SELECT r.market_id, m.condition_id, m.question_id, m.question AS title, m.slug, m.category, r.winner, r.winner_index,
+        `SELECT r.market_id, m.condition_id, m.question_id, m.question AS title, m.slug, m.category, ${winnerLabelSql('m', 'r.winner')} AS winner, r.winner_index,
            r.outcome_slot_count, epoch_ms(r.resolved_at) AS resolved_ms, r.tx_hash
          FROM resolutions r JOIN markets m USING (market_id) ${where}
          QUALIFY row_number() OVER (PARTITION BY m.condition_id ORDER BY r.resolved_at, r.tx_hash, r.market_id) = 1

@@ -47,7 +47,9 @@ export const VENUE_TABLES = {
     closed_at TIMESTAMP,               -- actual close (null while open)
     liquidity_usdc DOUBLE,             -- venue-reported book depth
     volume_usdc DOUBLE,                -- venue-reported lifetime volume (not recomputed)
-    source VARCHAR NOT NULL
+    source VARCHAR NOT NULL,
+    outcome_labels VARCHAR[]           -- the venue's names of outcomes 0 and 1 when not Yes / No (["Up", "Down"]);
+                                       -- null: Yes / No (core/outcomes.ts)
   )`,
   wallets: `CREATE TABLE IF NOT EXISTS wallets (
     wallet_id INTEGER NOT NULL,
@@ -144,12 +146,16 @@ export function venueColumns(table: VenueTable): string[] {
 
 /**
  * `INSERT INTO table (columns but seq)`: the head of a positional insert written without the arrival batch (a
- * hand-built row, a bulk load), whose rows then take seq's default 0.
+ * hand-built row, a bulk load), whose rows then take seq's default 0; markets' outcome labels are left NULL too.
  */
 export function venueInsert(table: VenueTable | string): string {
-  if (!(SEQ_TABLES as readonly string[]).includes(table)) return `INSERT INTO ${table}`;
-  return `INSERT INTO ${table} (${venueColumns(table as VenueTable).filter((c) => c !== 'seq').join(', ')})`;
+  const optional = OPTIONAL_COLUMNS[table];
+  if (!(SEQ_TABLES as readonly string[]).includes(table) && !optional) return `INSERT INTO ${table}`;
+  return `INSERT INTO ${table} (${venueColumns(table as VenueTable).filter((c) => c !== 'seq' && !optional?.includes(c)).join(', ')})`;
 }
+
+/** Trailing columns a positional insert may leave out (NULL): added after tables were first written. */
+const OPTIONAL_COLUMNS: Record<string, readonly string[]> = { markets: ['outcome_labels'] };
 
 /** The next arrival batch number (one per write batch). */
 export async function nextVenueSeq(conn: DuckDBConnection): Promise<number> {
@@ -191,6 +197,8 @@ export interface VenueMigration {
   removedWallets: string[];
   /** fill parties (maker_id or taker_id) set to NULL because they were one of those wallets */
   partiesCleared: number;
+  /** markets gained outcome_labels */
+  labelsAdded: boolean;
 }
 
 /**
@@ -203,7 +211,7 @@ export interface VenueMigration {
  *   Analytics built before still name it: rebuild them (npm run analytics:build opens the venue through this).
  */
 export async function migrateVenue(conn: DuckDBConnection, placeholders: Iterable<string> = PLACEHOLDER_ADDRESSES): Promise<VenueMigration> {
-  const out: VenueMigration = { seqAdded: [], nullableColumns: [], removedWallets: [], partiesCleared: 0 };
+  const out: VenueMigration = { seqAdded: [], nullableColumns: [], removedWallets: [], partiesCleared: 0, labelsAdded: false };
   const inMain = `table_schema = 'main' AND table_catalog = current_database()`;
   const tables = new Set(
     (await queryRows<{ table_name: string }>(conn, `SELECT table_name FROM information_schema.tables WHERE ${inMain} AND table_type = 'BASE TABLE'
@@ -218,6 +226,13 @@ export async function migrateVenue(conn: DuckDBConnection, placeholders: Iterabl
       await conn.run(`ALTER TABLE ${t} ADD COLUMN seq BIGINT DEFAULT 0`);
       out.seqAdded.push(t);
     }
+  }
+  // markets name their outcomes (Up / Down, teams): the column is added empty to an older database
+  const marketCols = await queryRows<{ column_name: string }>(conn, `SELECT column_name FROM information_schema.columns WHERE ${inMain} AND table_name = 'markets' AND column_name = 'outcome_labels'`);
+  const marketsIsTable = (await queryRows(conn, `SELECT 1 FROM information_schema.tables WHERE ${inMain} AND table_name = 'markets' AND table_type = 'BASE TABLE'`)).length > 0;
+  if (marketsIsTable && marketCols.length === 0) {
+    await conn.run(`ALTER TABLE markets ADD COLUMN outcome_labels VARCHAR[]`);
+    out.labelsAdded = true;
   }
   if (tables.has('fills')) {
     const strict = await queryRows<{ column_name: string }>(conn, `SELECT column_name FROM information_schema.columns WHERE ${inMain} AND table_name = 'fills'

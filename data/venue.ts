@@ -24,7 +24,9 @@ export async function attachVenue(conn: DuckDBConnection, venueDir: string, opts
       // a venue exported without arrival batches reads as bulk-loaded (seq 0)
       const cols = await queryRows<{ column_name: string }>(conn, `DESCRIBE SELECT * FROM read_parquet(${sqlString(file)})`);
       const seq = (SEQ_TABLES as readonly string[]).includes(table) && !cols.some((c) => c.column_name === 'seq') ? ', 0::BIGINT AS seq' : '';
-      await conn.run(`CREATE OR REPLACE VIEW ${table} AS SELECT *${seq} FROM read_parquet(${sqlString(file)})`);
+      // and markets exported before they named their outcomes read as Yes / No
+      const labels = table === 'markets' && !cols.some((c) => c.column_name === 'outcome_labels') ? ', NULL::VARCHAR[] AS outcome_labels' : '';
+      await conn.run(`CREATE OR REPLACE VIEW ${table} AS SELECT *${seq}${labels} FROM read_parquet(${sqlString(file)})`);
     }
   }
   if (opts.materialize) await migrateVenue(conn);

@@ -28,8 +28,8 @@ export const ResolutionItem = z.object({
   category: z.string(),
   /** binary (two outcome slots) or categorical */
   market_kind: z.string(),
-  /** YES | NO | INVALID; null with winner_index -1 on ties or multi-outcome payouts */
-  winner_outcome: z.enum(['YES', 'NO', 'INVALID']).nullable(),
+  /** YES | NO (or the venue's names of the outcomes: Up, Down, a team) | INVALID; null with winner_index -1 on ties or multi-outcome payouts */
+  winner_outcome: z.string().nullable(),
   winner_index: z.number().int(),
   outcome_slot_count: z.number().int(),
   /** ISO 8601 time of the on-chain resolution */

@@ -26,7 +26,18 @@ import {
 
 /** Mid freshness classes by age: live up to 2 h (mids are sampled hourly), recent up to 24 h, then stale. */
 export const MID_FRESHNESS = { liveMaxSeconds: 2 * 3600, recentMaxSeconds: 24 * 3600 } as const;
+/** Where the mids come from: the venue's mid history (the demo, an export), or the last trade (a venue synced from
+ * the chain, whose mids are derived from its fills: data/sync/mids.ts records it in sync_state). */
 export const MID_SOURCE = 'mid_history';
+export const MID_SOURCE_LAST_TRADE = 'last_trade';
+
+/** The venue's mid source (one catalog read, and one row when the venue was synced). */
+export async function midSource(db: QueryRunner): Promise<string> {
+  const [t] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM information_schema.tables WHERE table_name = 'sync_state' AND table_schema = 'main'`);
+  if (!Number(t?.n)) return MID_SOURCE;
+  const [r] = await db.all<{ v: string }>(`SELECT value AS v FROM sync_state WHERE source = 'venue' AND key = 'mid_source'`);
+  return r?.v === 'fills' ? MID_SOURCE_LAST_TRADE : MID_SOURCE;
+}
 
 const DAY_MS = 86_400_000;
 
@@ -55,6 +66,7 @@ export const PublicQuestion = z.strictObject({
   volume_24h_usdc: usd.nonnegative(),
   fills_24h: count,
   resolved: z.boolean(),
+  /** YES | NO, or the venue's name of the winner (Up, Down, a team: core/outcomes.ts) | INVALID; "" before */
   winner_outcome: z.string(),
   market_state: z.enum(MARKET_STATES),
   scheduled_close: z.string(),
@@ -120,12 +132,12 @@ export type PublicEvent = z.infer<typeof PublicEvent>;
 /** Event slug, market id (condition id, token id or market slug) */
 export const SlugParam = z.string().min(1).max(200).regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'a slug: letters, digits, -, _ or .');
 
-function freshness(ts: unknown, T: AsOf): MidFreshness {
-  if (ts === null || ts === undefined) return { as_of: '', age_seconds: null, class: 'none', source: MID_SOURCE };
+function freshness(ts: unknown, T: AsOf, source: string): MidFreshness {
+  if (ts === null || ts === undefined) return { as_of: '', age_seconds: null, class: 'none', source };
   const d = new Date(ts as Date);
   const age = ageSeconds(T, d);
   const cls = age <= MID_FRESHNESS.liveMaxSeconds ? 'live' : age <= MID_FRESHNESS.recentMaxSeconds ? 'recent' : 'stale';
-  return { as_of: d.toISOString(), age_seconds: age, class: cls, source: MID_SOURCE };
+  return { as_of: d.toISOString(), age_seconds: age, class: cls, source };
 }
 
 /** The public view of one event (fixture) by its slug, as of T. PublicError not_found for an unknown slug. */
@@ -135,6 +147,7 @@ export async function publicEvent(db: QueryRunner, slug: string, now: AsOf): Pro
   const [ev] = await db.all<Record<string, unknown>>(`SELECT * FROM events WHERE slug = $1 ORDER BY event_id LIMIT 1`, [slug]);
   if (!ev) throw new PublicError('not_found', `no event with slug ${slug}`);
   const eventId = num0(ev.event_id);
+  const source = await midSource(db);
   const from = tsLiteral(new Date(T.getTime() - DAY_MS));
   const qs = await db.all<Record<string, unknown>>(
     `WITH q AS (SELECT m.*, r.winner, r.resolved_at FROM markets m LEFT JOIN resolutions r ON r.market_id = m.market_id AND r.resolved_at <= ${TL}
@@ -144,7 +157,7 @@ export async function publicEvent(db: QueryRunner, slug: string, now: AsOf): Pro
       md AS (SELECT market_id, outcome_index, arg_max(mid, ts) AS mid, max(ts) AS ts FROM mids
         WHERE market_id IN (SELECT market_id FROM q) AND ts <= ${TL} GROUP BY 1, 2)
     SELECT q.market_id, q.condition_id, q.question, q.yes_token_id, q.no_token_id, q.end_date, q.closed_at, q.neg_risk_market_id,
-      q.trading_opens_at, q.liquidity_usdc, ${marketStateSql(TL, 'q', 'q')} AS state, ${winnerSql(TL, 'q')} AS winner_outcome,
+      q.trading_opens_at, q.liquidity_usdc, ${marketStateSql(TL, 'q', 'q')} AS state, ${winnerSql(TL, 'q', 'q')} AS winner_outcome,
       coalesce(f.vol, 0) AS vol, coalesce(f.n, 0) AS n, y.mid AS yes_mid, y.ts AS yes_ts, n.mid AS no_mid, n.ts AS no_ts
     FROM q LEFT JOIN f USING (market_id)
       LEFT JOIN md y ON y.market_id = q.market_id AND y.outcome_index = 0
@@ -184,8 +197,8 @@ export async function publicEvent(db: QueryRunner, slug: string, now: AsOf): Pro
       market_state: state,
       scheduled_close: isoOrEmpty(q.end_date),
       neg_risk_market_id: str(q.neg_risk_market_id),
-      yes_mid_freshness: freshness(q.yes_ts, T),
-      no_mid_freshness: freshness(q.no_ts, T),
+      yes_mid_freshness: freshness(q.yes_ts, T, source),
+      no_mid_freshness: freshness(q.no_ts, T, source),
     };
   });
   const open = questions.filter((q) => q.market_state === 'LIVE' || q.market_state === 'UPCOMING');

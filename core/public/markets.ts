@@ -34,6 +34,7 @@ export const PublicMarketTeaser = z.strictObject({
   end_date: z.string(),
   resolved: z.boolean(),
   market_state: z.enum(MARKET_STATES),
+  /** YES | NO, or the venue's name of the winner (Up, Down, a team: core/outcomes.ts) | INVALID; "" before */
   winner_outcome: z.string(),
   current_mid: maybe(price),
   last_24h_volume_usdc: usd.nonnegative(),

@@ -1,3 +1,4 @@
+import { winnerLabelSql } from '../outcomes.ts';
 import { z } from 'zod';
 import type { AsOf, QueryRunner } from '../query.ts';
 
@@ -80,9 +81,12 @@ export function marketStateSql(T: string, m = 'm', r = 'r'): string {
     WHEN ${m}.trading_opens_at > ${T} THEN 'UPCOMING' ELSE 'LIVE' END`;
 }
 
-/** winner_outcome: YES / NO / INVALID once resolved by T; "" before, and for a tie or multi-outcome payout (no winner). */
-export function winnerSql(T: string, r = 'r'): string {
-  return `CASE WHEN ${r}.resolved_at IS NOT NULL AND ${r}.resolved_at <= ${T} THEN coalesce(${r}.winner, '') ELSE '' END`;
+/**
+ * winner_outcome: YES / NO (or the venue's names of the outcomes, core/outcomes.ts) / INVALID once resolved by T; ""
+ * before, and for a tie or multi-outcome payout (no winner). `m`: the market's alias (its outcome_labels).
+ */
+export function winnerSql(T: string, r = 'r', m = 'm'): string {
+  return `CASE WHEN ${r}.resolved_at IS NOT NULL AND ${r}.resolved_at <= ${T} THEN coalesce(${winnerLabelSql(m, `${r}.winner`)}, '') ELSE '' END`;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -103,19 +103,19 @@ export async function traderActivity(db: QueryRunner, wallet: number | string, a
   }
   const rows = await db.all<Record<string, unknown>>(
     `WITH feed AS (SELECT *, epoch_us(ts) AS k_ts FROM (${parts.join(' UNION ALL ')}))
-    SELECT feed.*, m.condition_id, m.question, m.slug FROM feed LEFT JOIN markets m USING (market_id)
+    SELECT feed.*, m.condition_id, m.question, m.slug, m.outcome_labels FROM feed LEFT JOIN markets m USING (market_id)
     WHERE ${keyset}
     ORDER BY k_ts DESC, tx_hash DESC, log_index DESC, type DESC, sub DESC LIMIT ${q.limit + 1}`,
     params.values,
   );
   const page = rows.slice(0, q.limit);
   const inv = page.filter((r) => r.type !== 'trade');
-  const legsBy = new Map<string, { condition_id: string; outcome: 'YES' | 'NO'; shares_delta: number }[]>();
+  const legsBy = new Map<string, { condition_id: string; outcome: string; shares_delta: number }[]>();
   if (inv.length) {
     const lp = new Params();
     const keys = [...new Set(inv.map((r) => String(r.tx_hash)))].map((tx) => lp.add(tx));
     const legs = await db.all<Record<string, unknown>>(
-      `SELECT l.tx_hash, l.log_index, l.outcome_index, l.shares_delta, m.condition_id
+      `SELECT l.tx_hash, l.log_index, l.outcome_index, l.shares_delta, m.condition_id, m.outcome_labels
       FROM inventory_legs l JOIN markets m USING (market_id)
       WHERE l.wallet_id = ${W} AND l.tx_hash IN (${keys.join(', ')})
       ORDER BY l.tx_hash, l.log_index, l.market_id, l.outcome_index`,
@@ -124,7 +124,7 @@ export async function traderActivity(db: QueryRunner, wallet: number | string, a
     for (const l of legs) {
       const k = `${l.tx_hash}#${num0(l.log_index)}`;
       const list = legsBy.get(k) ?? [];
-      list.push({ condition_id: String(l.condition_id), outcome: outcomeName(num0(l.outcome_index)), shares_delta: num0(l.shares_delta) });
+      list.push({ condition_id: String(l.condition_id), outcome: outcomeName(num0(l.outcome_index), l.outcome_labels), shares_delta: num0(l.shares_delta) });
       legsBy.set(k, list);
     }
   }
@@ -138,7 +138,7 @@ export async function traderActivity(db: QueryRunner, wallet: number | string, a
         ...base,
         role: r.sub as 'taker' | 'maker',
         side: r.side as 'BUY' | 'SELL',
-        outcome: outcomeName(num0(r.outcome_index)),
+        outcome: outcomeName(num0(r.outcome_index), r.outcome_labels),
         price: num0(r.price),
         shares: num0(r.shares),
         size_usdc: num0(r.size_usdc),

@@ -1,3 +1,4 @@
+import { winnerLabel } from '../outcomes.ts';
 import { z } from 'zod';
 import { DUST_SHARES } from '../positions.ts';
 import { tsLiteral, type AsOf, type QueryRunner } from '../query.ts';
@@ -26,9 +27,11 @@ export const TraderPosition = z.object({
   market_slug: z.string(),
   category: z.string(),
   outcome: OutcomeSide,
+  /** 0 or 1: the outcome's index in the market (its name may be the venue's: Up / Down, a team) */
+  outcome_index: z.number().int().min(0).max(1),
   status: z.enum(POSITION_STATUSES),
-  /** the market's winner as of T: YES | NO | INVALID; null while unresolved or on a tie / multi-outcome payout */
-  winner_outcome: z.enum(['YES', 'NO', 'INVALID']).nullable(),
+  /** the market's winner as of T: YES | NO (or the venue's names of them) | INVALID; null while unresolved or on a tie / multi-outcome payout */
+  winner_outcome: z.string().nullable(),
   /** P&L label of a resolved position (also on REDEEMABLE rows); null while unresolved */
   pnl_label: z.enum(['WON', 'LOST', 'VOID']).nullable(),
   /** shares held at T (0 once fully exited) */
@@ -81,7 +84,7 @@ export async function traderPositions(db: QueryRunner, wallet: number | string, 
   const rows = await db.all<Record<string, unknown>>(
     `WITH p AS (${walletPositionsSql(schema, who.wallet_id, T0)}),
     f AS (
-      SELECT p.*, epoch_us(p.last_ts) AS k_ts, m.condition_id, m.question, m.slug, m.category, r.winner, r.resolved_at
+      SELECT p.*, epoch_us(p.last_ts) AS k_ts, m.condition_id, m.question, m.slug, m.category, m.outcome_labels, r.winner, r.resolved_at
       FROM p JOIN markets m USING (market_id)
       LEFT JOIN (SELECT market_id, winner, resolved_at FROM resolutions WHERE resolved_at <= ${T}) r USING (market_id)
       WHERE p.status IN (${statusSql}))
@@ -100,9 +103,10 @@ export async function traderPositions(db: QueryRunner, wallet: number | string, 
       market_title: String(r.question),
       market_slug: String(r.slug),
       category: String(r.category),
-      outcome: outcomeName(num0(r.outcome_index)),
+      outcome: outcomeName(num0(r.outcome_index), r.outcome_labels),
+      outcome_index: num0(r.outcome_index),
       status: r.status as TraderPosition['status'],
-      winner_outcome: r.resolved_at === null || r.resolved_at === undefined ? null : ((r.winner as TraderPosition['winner_outcome']) ?? null),
+      winner_outcome: r.resolved_at === null || r.resolved_at === undefined ? null : winnerLabel(r.outcome_labels as string[] | null, (r.winner as string | null) ?? null),
       pnl_label: (r.pnl_label as TraderPosition['pnl_label']) ?? null,
       shares: num0(r.shares),
       closed: num0(r.shares) <= DUST_SHARES,

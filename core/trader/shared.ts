@@ -1,3 +1,4 @@
+import { outcomeLabel } from '../outcomes.ts';
 import { z } from 'zod';
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -48,7 +49,8 @@ export class Params {
     return `$${this.values.length}`;
   }
 }
-export const outcomeName = (o: number) => (o === 0 ? 'YES' : 'NO');
+/** An outcome's name: YES / NO, or the venue's own (core/outcomes.ts) when the market's row carries outcome_labels. */
+export const outcomeName = (o: number, labels?: unknown) => outcomeLabel(Array.isArray(labels) ? (labels as string[]) : null, o);
 
 export const fmt = (x: number | null, d = 1) => (x === null ? 'n/a' : x.toFixed(d));
 export const pct = (x: number | null) => (x === null ? 'n/a' : `${Math.round(x * 100)}%`);
@@ -60,4 +62,5 @@ export const usd0 = (x: number | null) => (x === null ? 'n/a' : `$${Math.round(x
 
 export const count = z.number().int().nonnegative();
 export const share = z.number().min(0).max(1);
-export const OutcomeSide = z.enum(['YES', 'NO']);
+/** YES | NO, or the venue's name of the outcome (Up, Down, a team) when it names them otherwise */
+export const OutcomeSide = z.string().min(1);

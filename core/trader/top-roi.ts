@@ -90,7 +90,7 @@ export async function topRoiTrades(db: QueryRunner, asOf: AsOf, opts: TopRoiQuer
     t AS (
       SELECT pos.wallet_id, pos.market_id, pos.outcome_index, acq.cost_in AS cost_usdc, pos.realized_pnl AS profit_usdc,
         (acq.cost_in + pos.realized_pnl) / acq.cost_in AS roi_x, pos.entry_price, win.resolved_at,
-        m.question, m.slug, m.category, w.address, w.username, w.pseudonym
+        m.question, m.slug, m.category, m.outcome_labels, w.address, w.username, w.pseudonym
       FROM pos JOIN acq USING (wallet_id, market_id, outcome_index) JOIN win USING (market_id)
       JOIN markets m USING (market_id) JOIN wallets w USING (wallet_id)
       WHERE acq.inv_in = 0 AND acq.cost_in >= ${TOP_ROI_RULE.minCostUsd})
@@ -107,7 +107,7 @@ export async function topRoiTrades(db: QueryRunner, asOf: AsOf, opts: TopRoiQuer
       market_title: String(r.question),
       market_slug: String(r.slug),
       category: String(r.category),
-      outcome: outcomeName(num0(r.outcome_index)),
+      outcome: outcomeName(num0(r.outcome_index), r.outcome_labels),
       cost_usdc: num0(r.cost_usdc),
       profit_usdc: num0(r.profit_usdc),
       roi_x: Math.max(0, num0(r.roi_x)),

@@ -202,6 +202,13 @@ function label(raw: unknown): string {
   return l ? ` ${l}` : '';
 }
 
+/** The venue's outcome names when they are not Yes / No (["Up", "Down"], team names); null for Yes / No. */
+export function outcomeLabels(outcomes: readonly string[]): string[] | null {
+  const trimmed = outcomes.map((o) => o.trim());
+  if (trimmed.length !== 2 || trimmed.some((o) => o === '')) return null;
+  return trimmed[0]!.toLowerCase() === 'yes' && trimmed[1]!.toLowerCase() === 'no' ? null : trimmed;
+}
+
 /** Shared tail of both loaders: allocate ids, insert markets, fill closed_at on known markets, add resolutions. */
 async function insertMarkets(conn: DuckDBConnection, parsed: ParsedMarket[], rb: ReportBuilder): Promise<void> {
   interface Ready { p: ParsedMarket; row: Row & { condition_id: string } }
@@ -244,6 +251,7 @@ async function insertMarkets(conn: DuckDBConnection, parsed: ParsedMarket[], rb:
         liquidity_usdc: m.liquidityNum ?? m.liquidity ?? null,
         volume_usdc: m.volumeNum ?? m.volume ?? null,
         source: 'gamma',
+        outcome_labels: outcomeLabels(m.outcomes),
       },
     });
   }

@@ -113,6 +113,8 @@ export interface ReplayMatch {
 export class VenueReplay {
   private fixedNow: number;
   private live: { baseTs: number; wallMs: number; speed: number } | null = null;
+  /** a chain that goes on past the recorded day: a block every 2 wall seconds with generated matches */
+  private tail: { wallMs: number; fillsPerSecond: number; rng: Rng; txn: number; generated: number } | null = null;
   /** every match generated, in generation order */
   readonly matches: ReplayMatch[] = [];
   readonly markets: Record<string, unknown>[];
@@ -194,6 +196,7 @@ export class VenueReplay {
 
   /** The replay's clock (unix seconds): Gamma's view and the chain head follow it. */
   get now(): number {
+    if (this.tail) return this.blockTs(this.head());
     if (!this.live) return this.fixedNow;
     return Math.floor(this.live.baseTs + ((Date.now() - this.live.wallMs) / 1000) * this.live.speed);
   }
@@ -201,6 +204,7 @@ export class VenueReplay {
   set now(ts: number) {
     this.fixedNow = ts;
     this.live = null;
+    this.tail = null;
   }
 
   /** Let the clock run from `ts` at `speed` replay seconds per wall second (a venue that goes on). */
@@ -222,9 +226,54 @@ export class VenueReplay {
     return this.firstBlock + Math.max(0, Math.floor((ts - this.genesisTs) / 2));
   }
 
-  /** The chain head as of the replay clock. */
+  /** The chain head as of the replay clock (or, past the recorded day, of the wall clock: extend()). */
   head(): number {
+    if (this.tail) {
+      const head = this.lastBlock + Math.floor((Date.now() - this.tail.wallMs) / 2000);
+      this.generateTail(head);
+      return head;
+    }
     return Math.min(this.lastBlock, this.blockAt(this.now));
+  }
+
+  /**
+   * Go on past the recorded day in real time: a new block every 2 s (Polygon's cadence) holding `fillsPerSecond`
+   * x 2 matches on the replayed markets (their maker orders and summaries). The clock reads the chain's.
+   */
+  extend(fillsPerSecond: number, seed = 99): void {
+    this.now = this.endTs;
+    this.tail = { wallMs: Date.now(), fillsPerSecond, rng: new Rng(seed, 3), txn: 0, generated: this.lastBlock };
+  }
+
+  /** The wall time (ms) at which block n appeared (a block of the extension); NaN before it. */
+  appearedAt(n: number): number {
+    return this.tail && n > this.lastBlock ? this.tail.wallMs + (n - this.lastBlock) * 2000 : Number.NaN;
+  }
+
+  private generateTail(head: number): void {
+    const t = this.tail!;
+    for (let n = t.generated + 1; n <= head; n++) {
+      const ts = this.blockTs(n);
+      const k = Math.round(t.fillsPerSecond * 2);
+      for (let i = 0; i < k; i++) {
+        const m = this.markets[Math.floor(t.rng.next() * this.markets.length)]!;
+        const tokens = JSON.parse(String(m.clobTokenIds)) as string[];
+        const outcome = t.rng.next() < 0.5 ? 0 : 1;
+        const taker = this.wallets[Math.floor(t.rng.next() * this.wallets.length)]!;
+        const maker = this.wallets[(this.wallets.indexOf(taker) + 1 + Math.floor(t.rng.next() * (this.wallets.length - 1))) % this.wallets.length]!;
+        const shares = BigInt(5 + Math.floor(t.rng.next() * 200)) * 1_000_000n;
+        const usdc = (shares * BigInt(5 + Math.floor(t.rng.next() * 90))) / 100n;
+        const tx = keccak256(toHex(`replay-tail-${t.txn++}`));
+        const ex = REPLAY_ADDRESSES.exchangeV2;
+        this.push(
+          ts,
+          { ...this.orderFilled(false, ex, maker, taker, 'SELL', tokens[outcome]!, shares, usdc), transactionHash: tx },
+          { ...this.orderFilled(false, ex, taker, ex, 'BUY', tokens[outcome]!, usdc, shares), transactionHash: tx },
+        );
+        this.matches.push({ txHash: tx, ts, taker, maker, tokenId: tokens[outcome]!, matchType: 'direct', shares: Number(shares) / 1e6, usdc: Number(usdc) / 1e6, version: 2 });
+      }
+    }
+    t.generated = Math.max(t.generated, head);
   }
 
   hashOf(n: number): Hex {

@@ -8,6 +8,7 @@
  * or more: core/signals.ts signalFromFill), market.resolved (every resolution, with the spec's data fields) and
  * service.test (POST /v1/webhooks/{id}/test).
  */
+import { outcomeLabel, winnerLabel } from '../../core/outcomes.ts';
 import { getAddress } from 'viem';
 import { PLANS, webhookEventsPerMonth, type PlanId } from '../../core/plans.ts';
 import type { QueryRunner } from '../../core/query.ts';
@@ -403,6 +404,8 @@ interface MarketInfo {
   category: string;
   yes_token_id: string;
   no_token_id: string;
+  /** the venue's names of outcomes 0 and 1 when not Yes / No (null: Yes / No) */
+  outcome_labels: string[] | null;
 }
 
 /** What the producers need from the venue: markets, wallet addresses and smart-money tags (cached, refreshed on a miss). */
@@ -414,7 +417,7 @@ export class VenueLookup {
   constructor(private readonly db: QueryRunner) {}
 
   async load(): Promise<void> {
-    for (const m of await this.db.all<MarketInfo & { market_id: number }>(`SELECT market_id, condition_id, question_id, question AS title, slug, category, yes_token_id, no_token_id FROM markets`))
+    for (const m of await this.db.all<MarketInfo & { market_id: number }>(`SELECT market_id, condition_id, question_id, question AS title, slug, category, yes_token_id, no_token_id, outcome_labels FROM markets`))
       this.markets.set(Number(m.market_id), m);
     for (const w of await this.db.all<{ wallet_id: number; address: string }>(`SELECT wallet_id, address FROM wallets`)) this.wallets.set(Number(w.wallet_id), w.address);
     await this.reloadTags();
@@ -432,7 +435,7 @@ export class VenueLookup {
 
   async market(id: number): Promise<MarketInfo | null> {
     if (!this.markets.has(id)) {
-      const [m] = await this.db.all<MarketInfo>(`SELECT condition_id, question_id, question AS title, slug, category, yes_token_id, no_token_id FROM markets WHERE market_id = $1`, [id]);
+      const [m] = await this.db.all<MarketInfo>(`SELECT condition_id, question_id, question AS title, slug, category, yes_token_id, no_token_id, outcome_labels FROM markets WHERE market_id = $1`, [id]);
       if (m) this.markets.set(id, m);
     }
     return this.markets.get(id) ?? null;
@@ -500,7 +503,7 @@ export async function fillEvents(venue: VenueLookup, f: TailFillEvent): Promise<
   };
   const signal = m
     ? signalFromFill(
-        { trader_proxy: trader, condition_id: m.condition_id, title: m.title, outcome_side: f.outcome === 0 ? 'YES' : 'NO', taker_side: f.side, price: f.price, size_usdc: f.sizeUsdc, tx_hash: f.txHash },
+        { trader_proxy: trader, condition_id: m.condition_id, title: m.title, outcome_side: outcomeLabel(m.outcome_labels, f.outcome), taker_side: f.side, price: f.price, size_usdc: f.sizeUsdc, tx_hash: f.txHash },
         venue.tagsOf(f.takerId),
       )
     : null;
@@ -523,7 +526,7 @@ export async function resolutionData(venue: VenueLookup, r: TailResolutionEvent)
     slug: m?.slug ?? '',
     category: m?.category ?? '',
     market_kind: 'binary',
-    winner_outcome: r.winner,
+    winner_outcome: winnerLabel(m?.outcome_labels, r.winner),
     winner_index: r.winnerIndex,
     outcome_slot_count: 2,
     resolved_time: new Date(r.resolvedAt * 1000).toISOString(),

@@ -41,7 +41,7 @@ async function clearVenue() {
 
 async function insertMarket(id: number) {
   const hex = id.toString(16).padStart(64, '0');
-  await conn.run(`INSERT INTO markets VALUES (${id}, '0x${hex}', '0x${hex}', NULL, 'Q${id}?', 'q-${id}', 'politics',
+  await conn.run(`${venueInsert('markets')} VALUES (${id}, '0x${hex}', '0x${hex}', NULL, 'Q${id}?', 'q-${id}', 'politics',
     '${id * 2}', '${id * 2 + 1}', false, NULL, ${ts(B - 24 * HOUR)}, ${ts(B - 24 * HOUR)}, ${ts(B + 1000 * HOUR)}, NULL, NULL, NULL, 'test')`);
 }
 

@@ -36,7 +36,7 @@ const rows = <T = Record<string, unknown>>(sql: string) => queryRows<T>(conn, sq
 
 async function insertMarket(id: number, category = 'politics') {
   const hex = id.toString(16).padStart(64, '0');
-  await conn.run(`INSERT INTO markets VALUES (${id}, '0x${hex}', '0x${hex}', NULL, 'Q${id}?', 'q-${id}', '${category}',
+  await conn.run(`${venueInsert('markets')} VALUES (${id}, '0x${hex}', '0x${hex}', NULL, 'Q${id}?', 'q-${id}', '${category}',
     '${id * 2}', '${id * 2 + 1}', false, NULL, ${ts(T0 - DAY)}, ${ts(T0 - DAY)}, ${ts(T0 + 30 * DAY)}, NULL, NULL, NULL, 'test')`);
 }
 

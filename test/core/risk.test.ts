@@ -21,7 +21,7 @@ beforeAll(async () => {
   ({ instance, conn } = await openMemoryVenue());
   await conn.run(`INSERT INTO wallets VALUES (1, '0x${'a'.repeat(40)}', NULL, 'Calm-Otter', NULL, false), (9, '0x${'9'.repeat(40)}', NULL, 'Bold-Yak', NULL, false)`);
   for (const m of [1, 2]) {
-    await conn.run(`INSERT INTO markets VALUES (${m}, '0x${String(m).repeat(64)}', '0x${String(m).repeat(64)}', NULL, 'Q${m}?', 'q${m}', 'crypto',
+    await conn.run(`${venueInsert('markets')} VALUES (${m}, '0x${String(m).repeat(64)}', '0x${String(m).repeat(64)}', NULL, 'Q${m}?', 'q${m}', 'crypto',
       '${m}00', '${m}01', false, NULL, ${ts(day(1))}, ${ts(day(1))}, ${ts(day(30))}, NULL, 10000, 0, 'synthetic')`);
   }
   let log = 0;
@@ -146,7 +146,7 @@ describe('dailyReturnsSql equals the per-token grid reference', () => {
         fc.asyncProperty(venueArb, async (p) => {
           for (const t of ['fills', 'inventory_events', 'inventory_legs', 'resolutions', 'mids', 'markets']) await pc.run(`DELETE FROM ${t}`);
           for (const m of [1, 2, 3]) {
-            await pc.run(`INSERT INTO markets VALUES (${m}, '0x${String(m).repeat(64)}', '0x${String(m).repeat(64)}', NULL, 'Q${m}?', 'q${m}', 'crypto',
+            await pc.run(`${venueInsert('markets')} VALUES (${m}, '0x${String(m).repeat(64)}', '0x${String(m).repeat(64)}', NULL, 'Q${m}?', 'q${m}', 'crypto',
               '${m}00', '${m}01', false, NULL, ${ts(day(1))}, ${ts(day(1))}, ${ts(day(60))}, NULL, 10000, 0, 'synthetic')`);
           }
           const resAt = new Map<number, { at: number; py: number; pn: number; w: number }>();

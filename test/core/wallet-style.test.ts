@@ -223,7 +223,7 @@ describe('best category on a hand-built venue', () => {
       await conn.run(`INSERT INTO wallets VALUES (${w}, '0x${String(w).padStart(40, '0')}', NULL, 'W-${w}', NULL, false)`);
     }
     const market = (m: number, category: string, liquidity = 10_000) =>
-      conn.run(`INSERT INTO markets VALUES (${m}, '0x${String(m).padStart(64, '0')}', '0x${String(m).padStart(64, '0')}', NULL, 'Q${m}?', 'q${m}', '${category}',
+      conn.run(`${venueInsert('markets')} VALUES (${m}, '0x${String(m).padStart(64, '0')}', '0x${String(m).padStart(64, '0')}', NULL, 'Q${m}?', 'q${m}', '${category}',
         '${m}00', '${m}01', false, NULL, ${ts(day(1))}, ${ts(day(1))}, ${ts(day(30))}, NULL, ${liquidity}, 0, 'synthetic')`);
     const resolve = (m: number, winner: 'YES' | 'INVALID', t: number) =>
       conn.run(`${venueInsert('resolutions')} VALUES (${m}, '${winner}', ${winner === 'YES' ? 0 : -1}, ${winner === 'YES' ? '[1, 0]' : '[1, 1]'},

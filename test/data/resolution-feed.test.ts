@@ -50,7 +50,7 @@ class Venue {
   }
   async market(m: number, title = `Question ${m}?`): Promise<void> {
     await this.conn.run(
-      `INSERT INTO markets VALUES ($1, $2, $3, NULL, $4, $5, 'politics', '1', '2', false, NULL,
+      `${venueInsert('markets')} VALUES ($1, $2, $3, NULL, $4, $5, 'politics', '1', '2', false, NULL,
         make_timestamp($6::BIGINT * 1000), make_timestamp($6::BIGINT * 1000), make_timestamp($7::BIGINT * 1000), NULL, 1000, 1000, 'synthetic')`,
       [m, conditionOf(m), `0x${hex(m + 1_000_000, 64)}`, title, title ? `question-${m}` : '', T0 - 30 * 24 * HOUR, T0 + 30 * 24 * HOUR],
     );

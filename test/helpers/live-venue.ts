@@ -11,7 +11,7 @@
 import fc from 'fast-check';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { queryRows } from '../../data/duckdb.ts';
-import { createVenueSchema, nextVenueSeq } from '../../data/schema.ts';
+import { createVenueSchema, nextVenueSeq, venueInsert } from '../../data/schema.ts';
 
 export const HOUR = 3_600_000;
 export const DAY = 24 * HOUR;
@@ -30,7 +30,7 @@ export async function createLiveVenue(conn: DuckDBConnection): Promise<void> {
     (2, 'e2', 'e2', 'Neg-risk event', 'sports', NULL, NULL, true, '${hex(99)}', TIMESTAMP '2026-02-01', NULL, NULL, 'synthetic')`);
   for (const m of MARKETS) {
     const neg = m >= 3;
-    await conn.run(`INSERT INTO markets VALUES (${m}, '${hex(1000 + m)}', '${hex(2000 + m)}', ${neg ? 2 : 1}, 'Question ${m}?', 'q-${m}', '${m % 2 ? 'politics' : 'sports'}',
+    await conn.run(`${venueInsert('markets')} VALUES (${m}, '${hex(1000 + m)}', '${hex(2000 + m)}', ${neg ? 2 : 1}, 'Question ${m}?', 'q-${m}', '${m % 2 ? 'politics' : 'sports'}',
       '${10_000 + m}1', '${10_000 + m}2', ${neg}, ${neg ? `'${hex(99)}'` : 'NULL'}, TIMESTAMP '2026-02-20', TIMESTAMP '2026-02-25', TIMESTAMP '2026-04-30', NULL,
       ${m === 2 ? 5000 : 50_000}, 100000, 'synthetic')`);
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadGammaEvents, loadGammaMarkets, normalizeCategory, numeratorsFromOutcomePrices } from '../../data/ingest/gamma.ts';
+import { loadGammaEvents, loadGammaMarkets, normalizeCategory, numeratorsFromOutcomePrices, outcomeLabels } from '../../data/ingest/gamma.ts';
 import { parseVenueDate } from '../../data/ingest/zod-types.ts';
 import { M, RURITANIA_GROUP } from '../fixtures/ingest/world.ts';
 import { count, fixture, memoryVenue, queryRows } from './helpers.ts';
@@ -7,6 +7,15 @@ import { count, fixture, memoryVenue, queryRows } from './helpers.ts';
 const d = (iso: string) => new Date(iso);
 
 describe('Gamma helpers', () => {
+  it('outcomeLabels: the venue\'s names unless they are Yes / No (any case, trimmed)', () => {
+    expect(outcomeLabels(['Yes', 'No'])).toBeNull();
+    expect(outcomeLabels([' YES', 'no '])).toBeNull();
+    expect(outcomeLabels(['Up', 'Down'])).toEqual(['Up', 'Down']);
+    expect(outcomeLabels(['No', 'Yes'])).toEqual(['No', 'Yes']);
+    expect(outcomeLabels(['Lakers', ''])).toBeNull();
+    expect(outcomeLabels(['A', 'B', 'C'])).toBeNull();
+  });
+
   it('reads outcomePrices as a resolution only for exact settled vectors', () => {
     expect(numeratorsFromOutcomePrices([1, 0])).toEqual([1, 0]);
     expect(numeratorsFromOutcomePrices([0, 1])).toEqual([0, 1]);
@@ -47,12 +56,15 @@ describe('loadGammaMarkets', () => {
       question: 'Will the Fed cut rates at the June 2026 meeting?', slug: 'will-the-fed-cut-rates-at-the-june-2026-meeting', category: 'economics',
       yes_token_id: M.fed.yes, no_token_id: M.fed.no, neg_risk: false, neg_risk_market_id: null,
       created_at: d('2026-03-02T15:04:11.512Z'), trading_opens_at: d('2026-03-02T16:00:00Z'), end_date: d('2026-06-17T18:00:00Z'), closed_at: null,
-      liquidity_usdc: 84500.1, volume_usdc: 1523400.55, source: 'gamma',
+      liquidity_usdc: 84500.1, volume_usdc: 1523400.55, source: 'gamma', outcome_labels: null,
     });
     // Upper-case condition id is stored lowercase; category falls back to the event's; startDate absent -> createdAt.
     expect(markets[1]).toMatchObject({ market_id: 2, condition_id: M.btc.conditionId, event_id: 21002, category: 'crypto', trading_opens_at: d('2026-05-22T12:00:00Z'), closed_at: d('2026-05-29T20:01:13Z'), volume_usdc: 250000, liquidity_usdc: 0 });
     // No category on the market or its (partial) event -> 'other'; first token is index 0 whatever its label.
     expect(markets[2]).toMatchObject({ market_id: 3, event_id: 21003, category: 'other', yes_token_id: M.nba.yes, no_token_id: M.nba.no });
+    // ... and the venue's names of the outcomes are kept ("Yes"/"No" markets keep none: YES / NO)
+    expect(markets[2]!.outcome_labels).toEqual(['Lakers', 'Celtics']);
+    expect(markets.filter((m) => m.outcome_labels !== null).length).toBe(1);
     expect(markets[3]).toMatchObject({ market_id: 4, event_id: null, category: 'crypto', volume_usdc: 12000.25, liquidity_usdc: null });
     expect(markets[4]).toMatchObject({ market_id: 5, category: 'weather', closed_at: d('2026-06-20T00:00:05Z') });
 

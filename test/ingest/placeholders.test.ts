@@ -20,7 +20,7 @@ import { loadOrderFilledLogs } from '../../data/ingest/order-filled.ts';
 import { PLACEHOLDER_ADDRESSES, ZERO_ADDRESS, isPlaceholder, placeholderAddresses } from '../../data/ingest/placeholders.ts';
 import { DEFAULT_CHAIN_CONFIG, chainConfig, parseLogsFile, type RpcLogInput } from '../../data/ingest/rpc-log.ts';
 import { duckRunner } from '../../data/runner.ts';
-import { createVenueSchema, migrateVenue, venueInsert } from '../../data/schema.ts';
+import { VENUE_TABLES, createVenueSchema, migrateVenue, venueInsert } from '../../data/schema.ts';
 import { CTF, EXCHANGE_V1, EXCHANGE_V2, M, NEG_RISK_ADAPTER, NEG_RISK_EXCHANGE_V1, W, address, tx } from '../fixtures/ingest/world.ts';
 import { AS_OF, dataApiWorld } from './data-api-world.ts';
 import { count, fixture, memoryVenue, queryRows } from './helpers.ts';
@@ -195,6 +195,18 @@ const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
 describe('migrating a database written by the old code', () => {
+  it('gives an older markets table the outcome_labels column (NULL: Yes / No); a second run does nothing', async () => {
+    const { conn } = await openDuckDB({ path: ':memory:' });
+    const oldMarkets = `${VENUE_TABLES.markets.slice(0, VENUE_TABLES.markets.indexOf(',\n    outcome_labels'))}\n)`;
+    expect(oldMarkets).not.toContain('outcome_labels');
+    await conn.run(oldMarkets);
+    expect((await migrateVenue(conn)).labelsAdded).toBe(true);
+    expect((await migrateVenue(conn)).labelsAdded).toBe(false);
+    await conn.run(`${venueInsert('markets')} VALUES (1, '0x${'1'.repeat(64)}', '0x${'2'.repeat(64)}', NULL, 'Q?', 'q', 'crypto', '1', '2', false, NULL,
+      TIMESTAMP '2026-01-01', TIMESTAMP '2026-01-01', TIMESTAMP '2026-02-01', NULL, NULL, NULL, 'gamma')`);
+    expect(await queryRows(conn, `SELECT outcome_labels FROM markets`)).toEqual([{ outcome_labels: null }]);
+  });
+
   it('drops NOT NULL, clears the placeholder parties, deletes the placeholder wallets; a second run does nothing', async () => {
     const { conn } = await openDuckDB({ path: ':memory:' });
     await conn.run(OLD_FILLS);
@@ -213,7 +225,7 @@ describe('migrating a database written by the old code', () => {
 
     const migration = await createVenueSchema(conn);
     // the old tables also lack the arrival batch (seq), which the migration adds
-    expect(migration).toEqual({ seqAdded: ['fills', 'inventory_events'], nullableColumns: ['maker_id', 'taker_id'], removedWallets: [ZERO_ADDRESS, lower(NEG_RISK_ADAPTER)], partiesCleared: 4 });
+    expect(migration).toEqual({ seqAdded: ['fills', 'inventory_events'], nullableColumns: ['maker_id', 'taker_id'], removedWallets: [ZERO_ADDRESS, lower(NEG_RISK_ADAPTER)], partiesCleared: 4, labelsAdded: false });
     expect(await nullability(conn)).toEqual([{ column_name: 'maker_id', is_nullable: 'YES' }, { column_name: 'taker_id', is_nullable: 'YES' }]);
     const parties = await queryRows<{ tx_hash: string; maker_id: number | null; taker_id: number | null }>(conn, `SELECT tx_hash, maker_id, taker_id FROM fills`);
     expect(Object.fromEntries(parties.map((r) => [r.tx_hash, [r.maker_id, r.taker_id]]))).toEqual({
@@ -229,8 +241,8 @@ describe('migrating a database written by the old code', () => {
     expect(await count(conn, 'fill_legs', 'wallet_id IS NULL')).toBe(0);
     expect(await count(conn, 'fills')).toBe(4);
 
-    expect(await createVenueSchema(conn)).toEqual({ seqAdded: [], nullableColumns: [], removedWallets: [], partiesCleared: 0 });
-    expect(await migrateVenue(conn)).toEqual({ seqAdded: [], nullableColumns: [], removedWallets: [], partiesCleared: 0 });
+    expect(await createVenueSchema(conn)).toEqual({ seqAdded: [], nullableColumns: [], removedWallets: [], partiesCleared: 0, labelsAdded: false });
+    expect(await migrateVenue(conn)).toEqual({ seqAdded: [], nullableColumns: [], removedWallets: [], partiesCleared: 0, labelsAdded: false });
   });
 
   it('an old data-api venue opened for the analytics is cleaned first: the zero address it once ranked is gone', async () => {

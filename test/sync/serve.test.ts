@@ -11,7 +11,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { queryRows } from '../../data/duckdb.ts';
-import { VenueReplay } from '../../data/sync/replay.ts';
+import { VenueReplay, readRealGamma } from '../../data/sync/replay.ts';
+import { duckRunner } from '../../data/runner.ts';
+import { traderPositions } from '../../core/trader/index.ts';
 import { AnalyticsEngine } from '../../jobs/analytics/engine.ts';
 import { openDuckDB } from '../../data/duckdb.ts';
 import { referencePositions, type Venue } from '../core/reference.ts';
@@ -133,6 +135,13 @@ describe('VENUE=<dir> npm start', () => {
       const teaser = await getJson(`${svc.base}/v1/public/trader/${address.get(w)}`);
       expect(Number(teaser.realized_pnl), address.get(w)).toBeCloseTo(pnl, 6);
     }
+    // the venue's own outcome names (Up / Down), not YES / NO, with the winner the record names
+    const records = readRealGamma() as { condition_id: string; outcome_prices: string[] }[];
+    for (const rec of records.slice(0, 20)) {
+      const m = await getJson(`${svc.base}/v1/public/market/${rec.condition_id}`);
+      expect(m.winner_outcome).toBe(rec.outcome_prices[0] === '1' ? 'Up' : 'Down');
+      for (const h of m.top_holders as { outcome_side: string }[]) expect(['Up', 'Down']).toContain(h.outcome_side);
+    }
     expect(svc.log()).toMatch(/as stored/);
     await stopService(svc.child);
   });
@@ -192,6 +201,14 @@ describe('a reorg under the analytics', () => {
       const [r] = await queryRows<{ a: number; v: number }>(conn, `SELECT (SELECT count(*) FROM a_legs WHERE kind IN (1, 2)) AS a, (SELECT count(*) FROM fill_legs) AS v`);
       return { analytics: Number(r!.a), venue: Number(r!.v) };
     };
+    // positions name the venue's outcomes, and the winner by its name
+    const [w] = await queryRows<{ address: string }>(conn, `SELECT w.address FROM a_positions p JOIN wallets w USING (wallet_id) WHERE p.resolved LIMIT 1`);
+    const pos = await traderPositions(duckRunner(conn), w!.address, new Date(chain.now * 1000), { limit: 50 });
+    expect(pos!.rows.length).toBeGreaterThan(0);
+    for (const r of pos!.rows) {
+      expect(r.outcome).toBe(r.outcome_index === 0 ? 'Up' : 'Down');
+      if (r.winner_outcome !== null) expect(['Up', 'Down']).toContain(r.winner_outcome);
+    }
     const before = await fillLegs();
     expect(before.analytics).toBe(before.venue);
     const step = await sync.chain.step();

@@ -9,6 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../data/duckdb.ts';
+import { duckRunner } from '../../data/runner.ts';
+import { MID_SOURCE, MID_SOURCE_LAST_TRADE, midSource } from '../../core/public/events.ts';
 import { CONDITION_RESOLUTION_TOPIC } from '../../data/ingest/ctf.ts';
 import { REPLAY_ADDRESSES, VenueReplay, readRealGamma } from '../../data/sync/replay.ts';
 import { closeVenue, counts, dumpVenue, openVenue, syncOf } from './helpers.ts';
@@ -97,6 +99,15 @@ describe('a clean sync of the replayed venue', () => {
       expect(mids.get(`${c}|0|${ts}`)).toBe(v.yes);
       expect(mids.get(`${c}|1|${ts}`)).toBe(1 - v.yes);
     }
+  });
+
+  it("says where its mids come from: the events' mid freshness reads last_trade on a synced venue", async () => {
+    const conn = await openVenue();
+    expect(await midSource(duckRunner(conn))).toBe(MID_SOURCE);
+    const sync = await syncOf(conn, replay, urls, { untilBlock: BigInt(replay.firstBlock) });
+    await sync.close();
+    expect(await midSource(duckRunner(conn))).toBe(MID_SOURCE_LAST_TRADE);
+    closeVenue(conn);
   });
 
   it('books the redemptions as REDEEM with one leg of winning shares', () => {

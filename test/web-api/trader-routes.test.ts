@@ -311,7 +311,9 @@ describe('GET /v1/trader/{proxy}/positions', () => {
         pnlChecked++;
         if (Math.abs(Math.abs(pnl) - 0.01) < 1e-4) continue; // too close to the band edge to call
       }
-      const label = specLabel(pnl, r.outcome, x.winner);
+      // the demo's markets are Yes / No: the outcome's name is the index's
+      expect(r.outcome, tag).toBe(r.outcome_index === 0 ? 'YES' : 'NO');
+      const label = specLabel(pnl, r.outcome_index === 0 ? 'YES' : 'NO', x.winner);
       expect(r.pnl_label, tag).toBe(label);
       if (Math.abs(pnl) <= 0.01) band++;
       const unclaimed = x.payout > 0 && x.held - x.redeemed > 1e-6;
