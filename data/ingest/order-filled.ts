@@ -16,9 +16,13 @@ import { DEFAULT_CHAIN_CONFIG, exchangeKindOf, logTime, rpcLogSchema, type Block
 export const ORDER_FILLED_V1_ABI = parseAbi([
   'event OrderFilled(bytes32 indexed orderHash, address indexed maker, address indexed taker, uint256 makerAssetId, uint256 takerAssetId, uint256 makerAmountFilled, uint256 takerAmountFilled, uint256 fee)',
 ]);
-/** V2 layout is an assumption (see docs/ingest.md): the maker order's side and a single outcome token id. */
+/**
+ * V2 (the exchanges live since 2026-04-28): the maker order's side (enum Side: 0 BUY, 1 SELL, ABI uint8), a single
+ * outcome token id, and two attribution words (builder code, metadata) that the venue tables do not keep. topic0
+ * 0xd543adfd945773f1a62f74f0ee55a5e3b9b1a28262980ba90b1a89f2ea84d8ee (docs/ingest.md says where it was checked).
+ */
 export const ORDER_FILLED_V2_ABI = parseAbi([
-  'event OrderFilled(bytes32 indexed orderHash, address indexed maker, address indexed taker, uint8 side, uint256 tokenId, uint256 makerAmountFilled, uint256 takerAmountFilled, uint256 fee)',
+  'event OrderFilled(bytes32 indexed orderHash, address indexed maker, address indexed taker, uint8 side, uint256 tokenId, uint256 makerAmountFilled, uint256 takerAmountFilled, uint256 fee, bytes32 builder, bytes32 metadata)',
 ]);
 export const ORDER_FILLED_V1_TOPIC = toEventSelector(ORDER_FILLED_V1_ABI[0]);
 export const ORDER_FILLED_V2_TOPIC = toEventSelector(ORDER_FILLED_V2_ABI[0]);

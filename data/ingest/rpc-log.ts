@@ -23,13 +23,13 @@ export interface ChainConfig {
 }
 
 /**
- * Polygon mainnet V1 contracts. The V2 exchanges (live since 2026-04-28) are not known to this code base: pass
- * them with --ctf-exchange / --neg-risk-exchange (or in the config) or their logs are skipped as
- * 'unknown_exchange_address'.
+ * Polygon mainnet contracts: the V1 exchanges and the V2 ones (live since 2026-04-28; docs/ingest.md says where the
+ * addresses were checked). More can be passed with --ctf-exchange / --neg-risk-exchange (or in the config); logs of
+ * any other emitter are skipped as 'unknown_exchange_address'.
  */
 export const DEFAULT_CHAIN_CONFIG: ChainConfig = {
-  ctfExchanges: ['0x4bfb41d5b3570defd03c39a9a4d8de6bd8b8982e'],
-  negRiskExchanges: ['0xc5d563a36ae78145c45a50134d48a1215220f80a'],
+  ctfExchanges: ['0x4bfb41d5b3570defd03c39a9a4d8de6bd8b8982e', '0xe111180000d2663c0091e4f400237545b87b996b'],
+  negRiskExchanges: ['0xc5d563a36ae78145c45a50134d48a1215220f80a', '0xe2222d279d744050d28e00520010520000310f59'],
   conditionalTokens: ['0x4d97dcd97ec945f40cf65f87097ace5ea0476045'],
   negRiskAdapters: ['0xd91e80cf2e7be2e162c6513ced06f1dd0da35296'],
   operators: [],

@@ -18,5 +18,5 @@ if (values['server-error-every']) replay.failures.serverErrorEvery = Number(valu
 if (values['truncate-every']) replay.failures.truncateEvery = Number(values['truncate-every']);
 const urls = await replay.listen(Number(values.port ?? 8545));
 console.log(JSON.stringify({ ...urls, firstBlock: replay.firstBlock, head: replay.head(), endTs: replay.endTs, extendedAt, markets: replay.markets.length, logs: replay.count().logs, v2Exchange: REPLAY_ADDRESSES.exchangeV2 }));
-console.log(`try: npm run venue:sync -- --dir var/replayed --gamma ${urls.gamma} --rpc ${urls.rpc} --from ${replay.firstBlock} --ctf-exchange ${REPLAY_ADDRESSES.exchangeV2}`);
+console.log(`try: npm run venue:sync -- --dir var/replayed --gamma ${urls.gamma} --rpc ${urls.rpc} --from ${replay.firstBlock}`);
 process.on('SIGINT', () => void replay.close().then(() => process.exit(0)));

@@ -25,17 +25,17 @@ import { Rng } from '../generator/rng.ts';
 
 export const REAL_GAMMA_FILE = new URL('../real-gamma/BTC-5m-markets-2026-06-08.jsonl.gz', import.meta.url);
 
-/** Addresses of the replayed chain (V1 as on Polygon; V2's are the replay's own). */
+/** Addresses of the replayed chain: Polygon's (the exchanges V1 and V2, ConditionalTokens, USDC.e). */
 export const REPLAY_ADDRESSES = {
   exchangeV1: '0x4bfb41d5b3570defd03c39a9a4d8de6bd8b8982e',
-  exchangeV2: '0x2e5f0a1b1e7ad6a8b2a1c0f5e3d4c2b1a0f9e8d7',
+  exchangeV2: '0xe111180000d2663c0091e4f400237545b87b996b',
   conditionalTokens: '0x4d97dcd97ec945f40cf65f87097ace5ea0476045',
   usdc: '0x2791bca1f2de4661ed88a30c99a7a9449aa84174',
   oracle: '0x157ce2d672854c848c9b79c49a8cc6cc89176a49',
 } as const;
 
-/** The chain config a sync of the replay needs (V2's exchange is not a default). */
-export const REPLAY_CHAIN: Partial<ChainConfig> = { ctfExchanges: [REPLAY_ADDRESSES.exchangeV2] };
+/** The chain config a sync of the replay needs beyond the defaults: none (its contracts are the real ones). */
+export const REPLAY_CHAIN: Partial<ChainConfig> = {};
 
 export interface RawLog {
   address: string;
@@ -297,8 +297,8 @@ export class VenueReplay {
       address: exchange,
       topics: encodeEventTopics({ abi: ORDER_FILLED_V2_ABI, eventName: 'OrderFilled', args: { orderHash, maker: maker as Hex, taker: taker as Hex } }) as Hex[],
       data: encodeAbiParameters(
-        [{ type: 'uint8' }, { type: 'uint256' }, { type: 'uint256' }, { type: 'uint256' }, { type: 'uint256' }],
-        [side === 'BUY' ? 0 : 1, BigInt(token), makerAmount, takerAmount, 0n],
+        [{ type: 'uint8' }, { type: 'uint256' }, { type: 'uint256' }, { type: 'uint256' }, { type: 'uint256' }, { type: 'bytes32' }, { type: 'bytes32' }],
+        [side === 'BUY' ? 0 : 1, BigInt(token), makerAmount, takerAmount, 0n, pad32('0x0'), pad32('0x0')],
       ),
     };
   }

@@ -23,6 +23,15 @@ const logOf = (txName: string, logIndex: number) => logs.find((l) => l.transacti
 const roundedRatio = (n: bigint, d: bigint, digits: number) => (2n * n * 10n ** BigInt(digits) + d) / (2n * d);
 
 describe('golden vectors (V2)', () => {
+  it('V2 is the layout the deployed exchanges emit: ten fields (side, tokenId, amounts, fee, builder, metadata), its topic0, and the Polygon V2 exchanges as defaults', () => {
+    // topic0 as public decoders of the live V2 exchanges check it (docs/ingest.md)
+    expect(ORDER_FILLED_V2_TOPIC).toBe('0xd543adfd945773f1a62f74f0ee55a5e3b9b1a28262980ba90b1a89f2ea84d8ee');
+    const e = logOf('E', 0);
+    for (const [address, kind] of [['0xE111180000d2663C0091e4f400237545B87B996B', 'ctf'], ['0xe2222d279d744050d28e00520010520000310F59', 'neg_risk']] as const) {
+      expect(decodeOrderFilled({ ...e, address }), address).toMatchObject({ version: 2, exchangeKind: kind, side: 'BUY', sharesAtomic: 261_000_000n });
+    }
+  });
+
   it('BUY: makerAmount 234,660,000 / takerAmount 261,000,000, fee 74,005 -> 261 shares at 0.8990804598, fee 0.074005', () => {
     const d = decodeOrderFilled(logOf('E', 0), config)!;
     expect(d).toMatchObject({ version: 2, exchangeKind: 'ctf', side: 'BUY', tokenId: M.fed.yes, maker: W.erin, taker: W.frank, isAggressorSummary: false });
@@ -56,7 +65,8 @@ describe('golden vectors (V2)', () => {
     const log = {
       address: EXCHANGE_V2,
       topics: [ORDER_FILLED_V2_TOPIC, h('order:hand'), addr(W.erin), addr(W.frank)],
-      data: `0x${word(0)}${word(BigInt(M.fed.yes))}${word(234_660_000)}${word(261_000_000)}${word(74_005)}`,
+      // side, tokenId, makerAmount, takerAmount, fee, builder, metadata
+      data: `0x${word(0)}${word(BigInt(M.fed.yes))}${word(234_660_000)}${word(261_000_000)}${word(74_005)}${word(0xb0b)}${word(0)}`,
       transactionHash: tx('hand'),
       logIndex: '0x7',
       blockNumber: '0x1',

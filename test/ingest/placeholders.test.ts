@@ -43,7 +43,9 @@ const walletAddresses = async (conn: Awaited<ReturnType<typeof memoryVenue>>) =>
 
 describe('placeholder addresses', () => {
   it('are the zero address and the default contracts, plus what a config adds, in any case', () => {
-    expect([...PLACEHOLDER_ADDRESSES].sort()).toEqual([ZERO_ADDRESS, EXCHANGE_V1, NEG_RISK_EXCHANGE_V1, NEG_RISK_ADAPTER, CTF].map(lower).sort());
+    // the V2 exchanges on Polygon (CTF and NegRisk): defaults too
+    const v2 = ['0xE111180000d2663C0091e4f400237545B87B996B', '0xe2222d279d744050d28e00520010520000310F59'];
+    expect([...PLACEHOLDER_ADDRESSES].sort()).toEqual([ZERO_ADDRESS, EXCHANGE_V1, NEG_RISK_EXCHANGE_V1, NEG_RISK_ADAPTER, CTF, ...v2].map(lower).sort());
     expect(isPlaceholder(EXCHANGE_V1)).toBe(true); // checksummed spelling
     expect(isPlaceholder(EXCHANGE_V2)).toBe(false);
     expect(isPlaceholder(EXCHANGE_V2, config)).toBe(true);

@@ -158,7 +158,7 @@ describe('VENUE=<dir> npm start', () => {
     const [before] = await queryRows<{ f: number }>(conn, `SELECT count(*) AS f FROM fills`);
     closeVenue(conn);
 
-    const svc = await startService({ VENUE: venueDir, GAMMA_URL: urls.gamma, POLYGON_RPC_URL: urls.rpc, VENUE_CONFIRMATIONS: '0', VENUE_POLL_MS: '200', ANALYTICS_REFRESH_MS: '300', VENUE_CTF_EXCHANGES: '0x2e5f0a1b1e7ad6a8b2a1c0f5e3d4c2b1a0f9e8d7' });
+    const svc = await startService({ VENUE: venueDir, GAMMA_URL: urls.gamma, POLYGON_RPC_URL: urls.rpc, VENUE_CONFIRMATIONS: '0', VENUE_POLL_MS: '200', ANALYTICS_REFRESH_MS: '300' });
     expect(Date.parse(String((await getJson(`${svc.base}/v1/public/leaderboard`)).as_of))).toBe(t0 * 1000);
     // a trader who trades 30 to 40 replayed minutes later (public routes allow 120 requests a minute: one teaser)
     const later = replay.matches.find((m) => m.ts > t0 + 1800 && m.ts < t0 + 2400 && !replay.matches.some((x) => x.taker === m.taker && x.ts > t0 && x.ts < m.ts))!;
