@@ -41,6 +41,7 @@ export async function runIngestCli(argv: string[], print: (line: string) => void
         'neg-risk-exchange': { type: 'string', multiple: true },
         'conditional-tokens': { type: 'string', multiple: true },
         'neg-risk-adapter': { type: 'string', multiple: true },
+        'collateral-adapter': { type: 'string', multiple: true },
         operator: { type: 'string', multiple: true },
         ...Object.fromEntries(FILE_FLAGS.map((f) => [f, { type: 'string', multiple: true }])),
       },
@@ -59,6 +60,7 @@ export async function runIngestCli(argv: string[], print: (line: string) => void
     negRiskExchanges: list('neg-risk-exchange'),
     conditionalTokens: list('conditional-tokens'),
     negRiskAdapters: list('neg-risk-adapter'),
+    collateralAdapters: list('collateral-adapter'),
     operators: list('operator'),
   });
 

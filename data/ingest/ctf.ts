@@ -165,6 +165,10 @@ async function loadRedemptions(
       rb.skip('neg_risk_adapter_redemption', `${where}: redeemer is the NegRiskAdapter; its own PayoutRedemption names the user`);
       return false;
     }
+    if (d.kind === 'redemption' && config.collateralAdapters.includes(d.redeemer)) {
+      rb.skip('collateral_adapter_redemption', `${where}: redeemer is a V2 collateral adapter redeeming for a user no event names`);
+      return false;
+    }
     // The zero address, an exchange or an operator redeeming holds tokens for users we cannot name: no wallet to book.
     if (isPlaceholder(d.redeemer, config)) {
       rb.skip('placeholder_redeemer', `${where}: redeemer ${d.redeemer} is a placeholder address, not a trader`);

@@ -18,7 +18,7 @@ export function placeholderAddresses(config: ChainConfig = DEFAULT_CHAIN_CONFIG)
   const cached = byConfig.get(config);
   if (cached) return cached;
   const set = new Set(
-    [ZERO_ADDRESS, ...config.ctfExchanges, ...config.negRiskExchanges, ...config.negRiskAdapters, ...config.conditionalTokens, ...config.operators].map((a) =>
+    [ZERO_ADDRESS, ...config.ctfExchanges, ...config.negRiskExchanges, ...config.negRiskAdapters, ...config.collateralAdapters, ...config.conditionalTokens, ...config.operators].map((a) =>
       a.toLowerCase(),
     ),
   );

@@ -16,6 +16,12 @@ export interface ChainConfig {
   /** NegRiskAdapter contracts: their PayoutRedemption names the user; the CTF one under them names the adapter. */
   negRiskAdapters: string[];
   /**
+   * The V2 collateral adapters (CtfCollateralAdapter, NegRiskCtfCollateralAdapter): they split, merge and redeem on a
+   * user's behalf through ConditionalTokens, whose events then name the adapter, and emit no event naming the user.
+   * Never traders; their CTF redemptions are skipped (collateral_adapter_redemption).
+   */
+  collateralAdapters: string[];
+  /**
    * Other addresses a source may put in a party field while acting for a user (an operator filling orders, a relayer):
    * never traders (data/ingest/placeholders.ts). None by default.
    */
@@ -32,6 +38,8 @@ export const DEFAULT_CHAIN_CONFIG: ChainConfig = {
   negRiskExchanges: ['0xc5d563a36ae78145c45a50134d48a1215220f80a', '0xe2222d279d744050d28e00520010520000310f59'],
   conditionalTokens: ['0x4d97dcd97ec945f40cf65f87097ace5ea0476045'],
   negRiskAdapters: ['0xd91e80cf2e7be2e162c6513ced06f1dd0da35296'],
+  // CtfCollateralAdapter, and NegRiskCtfCollateralAdapter as two public sources spell it (both are contracts)
+  collateralAdapters: ['0xada100874d00e3331d00f2007a9c336a65009718', '0xada200001000ef00d07553cee7006808f895c6f1', '0xada2005600dec949baf300f4c6120000bdb6eaab'],
   operators: [],
 };
 
@@ -43,6 +51,7 @@ export function chainConfig(extra: Partial<ChainConfig> = {}): ChainConfig {
     negRiskExchanges: merge(DEFAULT_CHAIN_CONFIG.negRiskExchanges, extra.negRiskExchanges),
     conditionalTokens: merge(DEFAULT_CHAIN_CONFIG.conditionalTokens, extra.conditionalTokens),
     negRiskAdapters: merge(DEFAULT_CHAIN_CONFIG.negRiskAdapters, extra.negRiskAdapters),
+    collateralAdapters: merge(DEFAULT_CHAIN_CONFIG.collateralAdapters, extra.collateralAdapters),
     operators: merge(DEFAULT_CHAIN_CONFIG.operators, extra.operators),
   };
 }

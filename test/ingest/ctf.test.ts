@@ -1,3 +1,4 @@
+import { encodeAbiParameters, encodeEventTopics, parseAbi, toHex } from 'viem';
 import { describe, expect, it } from 'vitest';
 import { decodeCtfLog, loadCtfLogs, redeemedShares } from '../../data/ingest/ctf.ts';
 import { loadGammaEvents, loadGammaMarkets } from '../../data/ingest/gamma.ts';
@@ -133,5 +134,25 @@ describe('loadChainLogs', () => {
     const report = await loadChainLogs(conn, [...orders.logs, ordersMatched, ...file.logs], blocks, chainConfig({ ctfExchanges: [EXCHANGE_V2] }));
     expect(report).toMatchObject({ inserted: 7 + 8, duplicates: 0, rows: { fills: 7, resolutions: 4, inventory_events: 4, inventory_legs: 3 } });
     expect(report.skipped).toMatchObject({ unsupported_event: 1, aggressor_summary_row: 3, neg_risk_adapter_redemption: 1 });
+  });
+});
+
+describe('V2 collateral adapters', () => {
+  it('a CTF PayoutRedemption whose redeemer is the CtfCollateralAdapter books no wallet (the adapter redeems for a user no event names)', async () => {
+    const conn = await venue();
+    // the BTC market resolved YES on chain first, then the adapter redeems 40 YES for 40 USDC (encoded with viem only)
+    const res = parseAbi(['event ConditionResolution(bytes32 indexed conditionId, address indexed oracle, bytes32 indexed questionId, uint256 outcomeSlotCount, uint256[] payoutNumerators)']);
+    const red = parseAbi(['event PayoutRedemption(address indexed redeemer, address indexed collateralToken, bytes32 indexed parentCollectionId, bytes32 conditionId, uint256[] indexSets, uint256 payout)']);
+    const ctf = '0x4d97dcd97ec945f40cf65f87097ace5ea0476045';
+    const adapter = '0xada100874d00e3331d00f2007a9c336a65009718';
+    const log = (i: number, topics: readonly unknown[], data: `0x${string}`) => ({ address: ctf, topics, data, transactionHash: tx(`adapter-${i}`), logIndex: toHex(i), blockNumber: toHex(90000000), blockTimestamp: toHex(1781000000) });
+    const logs = [
+      log(0, encodeEventTopics({ abi: res, eventName: 'ConditionResolution', args: { conditionId: M.btc.conditionId as `0x${string}`, oracle: W.alice as `0x${string}`, questionId: M.btc.questionID as `0x${string}` } }), encodeAbiParameters([{ type: 'uint256' }, { type: 'uint256[]' }], [2n, [1n, 0n]])),
+      log(1, encodeEventTopics({ abi: red, eventName: 'PayoutRedemption', args: { redeemer: adapter, collateralToken: '0x2791bca1f2de4661ed88a30c99a7a9449aa84174', parentCollectionId: `0x${'0'.repeat(64)}` } }), encodeAbiParameters([{ type: 'bytes32' }, { type: 'uint256[]' }, { type: 'uint256' }], [M.btc.conditionId as `0x${string}`, [1n], 40_000_000n])),
+    ];
+    const report = await loadCtfLogs(conn, logs, new Map());
+    expect(report.skipped).toMatchObject({ collateral_adapter_redemption: 1 });
+    expect(await count(conn, 'inventory_events')).toBe(0);
+    expect(await count(conn, 'wallets', `address = '${adapter}'`)).toBe(0);
   });
 });

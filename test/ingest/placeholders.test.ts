@@ -45,7 +45,9 @@ describe('placeholder addresses', () => {
   it('are the zero address and the default contracts, plus what a config adds, in any case', () => {
     // the V2 exchanges on Polygon (CTF and NegRisk): defaults too
     const v2 = ['0xE111180000d2663C0091e4f400237545B87B996B', '0xe2222d279d744050d28e00520010520000310F59'];
-    expect([...PLACEHOLDER_ADDRESSES].sort()).toEqual([ZERO_ADDRESS, EXCHANGE_V1, NEG_RISK_EXCHANGE_V1, NEG_RISK_ADAPTER, CTF, ...v2].map(lower).sort());
+    // and the V2 collateral adapters, which split, merge and redeem for users (CTF events name them, not the user)
+    const adapters = ['0xADa100874d00e3331D00F2007a9c336a65009718', '0xAdA200001000ef00D07553cEE7006808F895c6F1', '0xadA2005600Dec949baf300f4C6120000bDB6eAab'];
+    expect([...PLACEHOLDER_ADDRESSES].sort()).toEqual([ZERO_ADDRESS, EXCHANGE_V1, NEG_RISK_EXCHANGE_V1, NEG_RISK_ADAPTER, CTF, ...v2, ...adapters].map(lower).sort());
     expect(isPlaceholder(EXCHANGE_V1)).toBe(true); // checksummed spelling
     expect(isPlaceholder(EXCHANGE_V2)).toBe(false);
     expect(isPlaceholder(EXCHANGE_V2, config)).toBe(true);
