@@ -1,6 +1,6 @@
 /**
  * Benchmark: the venue sync against the replay of the sources (data/sync/replay.ts, served by its own process).
- *   npm run bench:venue-sync -- [--matches 300] [--follow-seconds 60] [--rates 68,680] [--out DIR]
+ *   npm run bench:venue-sync -- [--matches 300] [--follow-seconds 60] [--rates 68,680] [--parts backfill,resume,follow] [--out DIR]
  * Prints, as JSON lines:
  * - backfill: seconds, fills/s and markets/s ingested, requests per source, disk used;
  * - resume: a sync killed (SIGKILL) half-way and run again, against one uninterrupted (both as `npm run venue:sync`);
@@ -15,7 +15,8 @@ import { openDuckDB, queryRows } from '../data/duckdb.ts';
 import { VenueSync } from '../data/sync/index.ts';
 import { REPLAY_ADDRESSES, REPLAY_CHAIN } from '../data/sync/replay.ts';
 
-const { values } = parseArgs({ options: { matches: { type: 'string' }, 'follow-seconds': { type: 'string' }, rates: { type: 'string' }, out: { type: 'string' } } });
+const { values } = parseArgs({ options: { matches: { type: 'string' }, 'follow-seconds': { type: 'string' }, rates: { type: 'string' }, parts: { type: 'string' }, out: { type: 'string' } } });
+const parts = new Set((values.parts ?? 'backfill,resume,follow').split(','));
 const matches = Number(values.matches ?? 300);
 const followSeconds = Number(values['follow-seconds'] ?? 60);
 const rates = (values.rates ?? '68,680').split(',').map(Number);
@@ -52,7 +53,7 @@ const pct = (xs: number[], p: number) => {
 };
 
 // --- backfill, in this process
-{
+if (parts.has('backfill') || parts.has('resume')) {
   const r = await replay(['--matches', String(matches)]);
   const dir = join(out, 'backfill');
   mkdirSync(dir, { recursive: true });
@@ -85,6 +86,7 @@ const pct = (xs: number[], p: number) => {
   }));
 
   // --- resume: the CLI killed half-way and run again, against the CLI uninterrupted
+  if (parts.has('resume')) {
   const cli = (dir2: string) => ['--import', 'tsx', 'data/sync/cli.ts', '--dir', dir2, '--gamma', r.gamma, '--rpc', r.rpc, '--from', String(r.firstBlock), '--confirmations', '0', '--ctf-exchange', REPLAY_ADDRESSES.exchangeV2, '--json'];
   const run = (args: string[], killAfterBatches = Number.POSITIVE_INFINITY) =>
     new Promise<{ seconds: number; batches: number; killed: boolean }>((ok) => {
@@ -113,11 +115,12 @@ const pct = (xs: number[], p: number) => {
     resumed_run_seconds: Number(second.seconds.toFixed(2)),
     overhead_seconds: Number((first.seconds + second.seconds - whole.seconds).toFixed(2)),
   }));
+  }
   r.child.kill('SIGINT');
 }
 
 // --- follow lag at each rate
-for (const rate of rates) {
+for (const rate of parts.has('follow') ? rates : []) {
   const r = await replay(['--matches', '2', '--extend', String(rate)]);
   const dir = join(out, `follow-${rate}`);
   mkdirSync(dir, { recursive: true });

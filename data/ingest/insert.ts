@@ -48,7 +48,12 @@ export async function insertNewCounting<K extends string>(
   // rows of an arrival-tracked table are stamped with this insert's batch (schema.ts SEQ_TABLES), unless they carry one
   const seq = columns.includes('seq') ? await nextVenueSeq(conn) : null;
   const select = seq === null ? '* EXCLUDE (_ord)' : `* EXCLUDE (_ord) REPLACE (coalesce(seq, ${seq}) AS seq)`;
-  const insert = `INSERT INTO ${table} BY NAME SELECT ${select} FROM ${stage} s ANTI JOIN ${table} t ON ${on}
+  // rows keyed by a transaction (fills, inventory events) are stamped with its time, which a copy of the row repeats:
+  // only the table's rows from the batch's earliest time on can match, and zone maps skip the older row groups (a
+  // venue appended in time order: the sync's 100M-row fills are not read whole per batch)
+  const existing =
+    columns.includes('ts') && key.includes('tx_hash') ? `(SELECT ${key.join(', ')} FROM ${table} WHERE ts >= (SELECT min(ts) FROM ${stage}))` : table;
+  const insert = `INSERT INTO ${table} BY NAME SELECT ${select} FROM ${stage} s ANTI JOIN ${existing} t ON ${on}
      QUALIFY row_number() OVER (PARTITION BY ${key.map((k) => `s.${k}`).join(', ')} ORDER BY s._ord) = 1`;
   let inserted: number;
   if (names.length === 0) {

@@ -15,7 +15,7 @@
  *   eth_getBlockByNumber.
  * - Each batch (its rows, its derived mids, its provenance, the new cursor) commits in one transaction.
  */
-import type { DuckDBConnection } from '@duckdb/node-api';
+import { DuckDBTimestampValue, type DuckDBConnection } from '@duckdb/node-api';
 import { queryRows, sqlString } from '../duckdb.ts';
 import { loadChainLogs } from '../ingest/chain-logs.ts';
 import { CTF_TOPICS, decodeCtfLog } from '../ingest/ctf.ts';
@@ -84,6 +84,9 @@ interface RawLog {
 }
 
 const hex = (n: bigint) => `0x${n.toString(16)}`;
+
+/** A batch named markets the venue lacks: rolled back, fetched, loaded again. */
+class MissingMarkets extends Error {}
 
 /** A node's refusal of a range (too many blocks or results): the range is halved, not retried as is. */
 export function isRangeRefusal(e: unknown): boolean {
@@ -169,7 +172,19 @@ export class ChainSync {
     const numbers = new Set<bigint>([to]);
     for (const l of logs) if (l.blockTimestamp === undefined || l.blockHash === undefined) numbers.add(BigInt(l.blockNumber));
     const blocks = new Map<bigint, RpcBlock>();
-    await Promise.all([...numbers].map(async (n) => blocks.set(n, await this.block(n))));
+    // a hundred headers a request (a JSON-RPC batch), the requests in parallel up to the source's cap
+    const wanted = [...numbers];
+    const chunks: bigint[][] = [];
+    for (let i = 0; i < wanted.length; i += 100) chunks.push(wanted.slice(i, i + 100));
+    await Promise.all(
+      chunks.map(async (chunk) => {
+        const got = await this.rpc.batch<RpcBlock | null>(chunk.map((n) => ({ method: 'eth_getBlockByNumber', params: [hex(n), false] })));
+        got.forEach((b, i) => {
+          if (!b) throw new Error(`chain: block ${chunk[i]} not found`);
+          blocks.set(chunk[i]!, b);
+        });
+      }),
+    );
     const times: BlockTimestamps = new Map();
     for (const [n, b] of blocks) times.set(n, Number(BigInt(b.timestamp)));
     for (const l of logs) {
@@ -178,38 +193,49 @@ export class ChainSync {
         throw new Error(`chain: log ${l.transactionHash}:${l.logIndex} names block hash ${l.blockHash}, the node now has ${b.hash} (a reorg while reading): retry`);
       }
     }
-    // markets the venue does not know yet (new on chain before the metadata sync saw them)
-    if (this.opts.ensureMarkets) {
-      const tokens: string[] = [];
-      const conditions: string[] = [];
-      for (const raw of logs) {
-        const parsed = rpcLogSchema.safeParse(raw);
-        if (!parsed.success) continue;
-        try {
-          const f = decodeOrderFilled(parsed.data, this.opts.config);
-          if (f) {
-            tokens.push(f.tokenId);
-            continue;
-          }
-          const c = decodeCtfLog(parsed.data, this.opts.config);
-          if (c) conditions.push(c.conditionId);
-        } catch {
-          // undecodable: the loader counts it
-        }
-      }
-      if (tokens.length || conditions.length) await this.opts.ensureMarkets(tokens, conditions);
-    }
     const toBlock = blocks.get(to)!;
-    return inTransaction(this.conn, async () => {
-      // the newest arrival batch before this one, over every table (a batch may write resolutions and no fill)
-      const [before] = await queryRows<{ s: number }>(this.conn, `SELECT coalesce(greatest((SELECT max(seq) FROM fills), (SELECT max(seq) FROM resolutions), (SELECT max(seq) FROM inventory_events), (SELECT max(seq) FROM mids)), 0) AS s`);
-      const report: IngestReport = await loadChainLogs(this.conn, logs, times, this.opts.config);
-      await this.recordProvenance(logs, blocks);
-      await deriveMids(this.conn, Number(before!.s));
-      await this.recordBlocks(to, toBlock, logs, blocks);
-      await setState(this.conn, SOURCE, 'next_block', String(to + 1n));
-      return { from, to, logs: logs.length, rows: report.rows, skipped: report.skipped, seqFrom: Number(before!.s) + 1, toTs: Number(BigInt(toBlock.timestamp)) };
-    });
+    // a batch naming a market the venue does not know yet (new on chain before the metadata sync saw it) is rolled
+    // back, the market fetched, and the batch loaded again (decoding every log up front cost a fifth of a backfill)
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await inTransaction(this.conn, async () => {
+          // the newest arrival batch before this one, over every table (a batch may write resolutions and no fill)
+          const [before] = await queryRows<{ s: number }>(this.conn, `SELECT coalesce(greatest((SELECT max(seq) FROM fills), (SELECT max(seq) FROM resolutions), (SELECT max(seq) FROM inventory_events), (SELECT max(seq) FROM mids)), 0) AS s`);
+          const report: IngestReport = await loadChainLogs(this.conn, logs, times, this.opts.config);
+          if (attempt === 0 && this.opts.ensureMarkets && (report.skipped.unknown_token || report.skipped.unknown_market)) throw new MissingMarkets();
+          await this.recordProvenance(logs, blocks);
+          await deriveMids(this.conn, Number(before!.s));
+          await this.recordBlocks(to, toBlock, logs, blocks);
+          await setState(this.conn, SOURCE, 'next_block', String(to + 1n));
+          return { from, to, logs: logs.length, rows: report.rows, skipped: report.skipped, seqFrom: Number(before!.s) + 1, toTs: Number(BigInt(toBlock.timestamp)) };
+        });
+      } catch (e) {
+        if (!(e instanceof MissingMarkets)) throw e;
+        await this.fetchMarkets(logs);
+      }
+    }
+  }
+
+  /** The markets the logs name (tokens of fills, conditions of resolutions and redemptions), through ensureMarkets. */
+  private async fetchMarkets(logs: RawLog[]): Promise<void> {
+    const tokens: string[] = [];
+    const conditions: string[] = [];
+    for (const raw of logs) {
+      const parsed = rpcLogSchema.safeParse(raw);
+      if (!parsed.success) continue;
+      try {
+        const f = decodeOrderFilled(parsed.data, this.opts.config);
+        if (f) {
+          tokens.push(f.tokenId);
+          continue;
+        }
+        const c = decodeCtfLog(parsed.data, this.opts.config);
+        if (c) conditions.push(c.conditionId);
+      } catch {
+        // undecodable: the loader counts it
+      }
+    }
+    if (tokens.length || conditions.length) await this.opts.ensureMarkets!(tokens, conditions);
   }
 
   /**
@@ -224,21 +250,41 @@ export class ChainSync {
       const b = blocks.get(n);
       rows.set(n, { hash: l.blockHash ?? b!.hash, ts: l.blockTimestamp !== undefined ? Number(BigInt(l.blockTimestamp)) : Number(BigInt(b!.timestamp)) });
     }
-    const values = [...rows].map(([n, r]) => `(${n}, ${sqlString(r.hash.toLowerCase())}, make_timestamp(${r.ts * 1_000_000}::BIGINT))`);
-    for (let i = 0; i < values.length; i += 5000) await this.conn.run(`INSERT INTO chain_blocks VALUES ${values.slice(i, i + 5000).join(', ')}`);
+    const a = await this.conn.createAppender('chain_blocks');
+    try {
+      for (const [n, r] of rows) {
+        a.appendBigInt(n);
+        a.appendVarchar(r.hash.toLowerCase());
+        a.appendTimestamp(new DuckDBTimestampValue(BigInt(r.ts) * 1_000_000n));
+        a.endRow();
+      }
+      a.flushSync();
+    } finally {
+      a.closeSync();
+    }
     await this.conn.run(`DELETE FROM chain_blocks WHERE block_number < (SELECT min(block_number) FROM (SELECT block_number FROM chain_blocks ORDER BY block_number DESC LIMIT ${this.keepBlocks}))`);
   }
 
   private async recordProvenance(logs: RawLog[], blocks: Map<bigint, RpcBlock>): Promise<void> {
     if (!logs.length) return;
-    const values = logs.map((l) => {
-      const n = BigInt(l.blockNumber);
-      const hash = (l.blockHash ?? blocks.get(n)?.hash ?? '').toLowerCase();
-      return `(${sqlString(l.transactionHash.toLowerCase())}, ${Number(BigInt(l.logIndex))}, ${n}, ${sqlString(hash)}, ${sqlString(l.address.toLowerCase())}, ${sqlString((l.topics[0] ?? '').toLowerCase())})`;
-    });
     // a log read again after a crash between its load and the cursor cannot happen (one transaction); after a reorg
-    // the orphaned rows were deleted first: plain inserts
-    for (let i = 0; i < values.length; i += 5000) await this.conn.run(`INSERT INTO chain_logs VALUES ${values.slice(i, i + 5000).join(', ')}`);
+    // the orphaned rows were deleted first: plain appends (in the batch's transaction)
+    const a = await this.conn.createAppender('chain_logs');
+    try {
+      for (const l of logs) {
+        const n = BigInt(l.blockNumber);
+        a.appendVarchar(l.transactionHash.toLowerCase());
+        a.appendInteger(Number(BigInt(l.logIndex)));
+        a.appendBigInt(n);
+        a.appendVarchar((l.blockHash ?? blocks.get(n)?.hash ?? '').toLowerCase());
+        a.appendVarchar(l.address.toLowerCase());
+        a.appendVarchar((l.topics[0] ?? '').toLowerCase());
+        a.endRow();
+      }
+      a.flushSync();
+    } finally {
+      a.closeSync();
+    }
   }
 
   /**

@@ -189,7 +189,34 @@ export class RpcError extends Error {
 /** JSON-RPC over an HttpSource (an Ethereum node: eth_blockNumber, eth_getLogs, eth_getBlockByNumber). */
 export class JsonRpc {
   private id = 0;
+  /** false once the node refused a batch: calls go one by one from then on */
+  private batching = true;
   constructor(readonly source: HttpSource) {}
+
+  /**
+   * Several calls in one HTTP request (a JSON-RPC batch), answers in call order; a node that does not take batches
+   * gets them one by one. An error answered for any call throws it (the caller retries the lot).
+   */
+  async batch<T>(calls: { method: string; params: unknown[] }[]): Promise<T[]> {
+    if (calls.length === 0) return [];
+    if (!this.batching || calls.length === 1) return Promise.all(calls.map((c) => this.call<T>(c.method, c.params)));
+    const first = this.id + 1;
+    const body = calls.map((c) => ({ jsonrpc: '2.0', id: ++this.id, method: c.method, params: c.params }));
+    const res = await this.source.postJson('', body);
+    if (!Array.isArray(res)) {
+      // a node without batches answers one error object: from now on, one call a request
+      this.batching = false;
+      return Promise.all(calls.map((c) => this.call<T>(c.method, c.params)));
+    }
+    const byId = new Map<number, { result?: T; error?: { code: number; message: string; data?: unknown } }>();
+    for (const r of res as { id: number; result?: T; error?: { code: number; message: string } }[]) byId.set(Number(r.id), r);
+    return calls.map((c, i) => {
+      const r = byId.get(first + i);
+      if (!r) throw new RpcError(-32603, `${c.method}: the batch answer lacks call ${i}`);
+      if (r.error) throw new RpcError(Number(r.error.code), String(r.error.message), r.error.data);
+      return r.result as T;
+    });
+  }
 
   async call<T>(method: string, params: unknown[]): Promise<T> {
     const res = (await this.source.postJson('', { jsonrpc: '2.0', id: ++this.id, method, params })) as { result?: T; error?: { code: number; message: string; data?: unknown } };

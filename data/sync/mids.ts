@@ -15,7 +15,9 @@ export async function deriveMids(conn: DuckDBConnection, afterSeq: number): Prom
     WITH last AS (
       SELECT market_id, ts, arg_max(CASE WHEN outcome_index = 0 THEN price ELSE 1 - price END, log_index) AS yes_mid
       FROM fills WHERE seq > ${afterSeq} GROUP BY market_id, ts
-    ), fresh AS (SELECT * FROM last l WHERE NOT EXISTS (SELECT 1 FROM mids m WHERE m.market_id = l.market_id AND m.ts = l.ts))
+    ), fresh AS (SELECT * FROM last l WHERE NOT EXISTS (SELECT 1 FROM mids m WHERE m.market_id = l.market_id AND m.ts = l.ts
+        -- a mid at the same instant can only be as recent as the batch: the zone maps skip older row groups
+        AND m.ts >= (SELECT min(ts) FROM last)))
     SELECT market_id, 0::UTINYINT, ts, yes_mid, ${seq} FROM fresh
     UNION ALL SELECT market_id, 1::UTINYINT, ts, 1 - yes_mid, ${seq} FROM fresh`);
   return r.rowsChanged;

@@ -1,7 +1,11 @@
-import { formatUnits } from 'viem';
+import fc from 'fast-check';
+import { decodeEventLog, encodeAbiParameters, encodeEventTopics, formatUnits } from 'viem';
 import { describe, expect, it } from 'vitest';
 import { loadGammaEvents, loadGammaMarkets } from '../../data/ingest/gamma.ts';
 import {
+  ORDER_FILLED_V1_ABI,
+  ORDER_FILLED_V2_ABI,
+  fastOrderFilled,
   ORDER_FILLED_V1_TOPIC,
   ORDER_FILLED_V2_TOPIC,
   OrderFilledDecodeError,
@@ -201,5 +205,46 @@ describe('loadOrderFilledLogs', () => {
     expect(makerC).toMatchObject({ role: 'maker', outcome_index: 1, side: 'SELL', shares: 25 });
     expect(makerC!.price).toBeCloseTo(0.3, 12);
     expect(makerC!.size_usdc).toBeCloseTo(7.5, 12);
+  });
+});
+
+describe('fastOrderFilled (word slicing) agrees with the ABI decoder', () => {
+  const word = fc.bigInt({ min: 0n, max: 2n ** 256n - 1n });
+  const addr = fc.uint8Array({ minLength: 20, maxLength: 20 }).map((b) => `0x${Buffer.from(b).toString('hex')}` as `0x${string}`);
+  const b32 = fc.uint8Array({ minLength: 32, maxLength: 32 }).map((b) => `0x${Buffer.from(b).toString('hex')}` as `0x${string}`);
+  const lower = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, typeof v === 'string' ? v.toLowerCase() : v]));
+
+  it('V1: random logs decode to the same arguments', () => {
+    fc.assert(
+      fc.property(b32, addr, addr, word, word, word, word, word, (orderHash, maker, taker, a, b, c, d, fee) => {
+        const topics = encodeEventTopics({ abi: ORDER_FILLED_V1_ABI, eventName: 'OrderFilled', args: { orderHash, maker, taker } }) as `0x${string}`[];
+        const data = encodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }, { type: 'uint256' }, { type: 'uint256' }, { type: 'uint256' }], [a, b, c, d, fee]);
+        const slow = decodeEventLog({ abi: ORDER_FILLED_V1_ABI, topics: topics as [`0x${string}`], data }).args;
+        expect(fastOrderFilled(topics, data, 1)!.args).toEqual(lower(slow as Record<string, unknown>));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('V2: random logs decode to the same arguments (side 0..255)', () => {
+    fc.assert(
+      fc.property(b32, addr, addr, fc.integer({ min: 0, max: 255 }), word, word, word, word, b32, b32, (orderHash, maker, taker, side, tokenId, m, t, fee, builder, metadata) => {
+        const topics = encodeEventTopics({ abi: ORDER_FILLED_V2_ABI, eventName: 'OrderFilled', args: { orderHash, maker, taker } }) as `0x${string}`[];
+        const data = encodeAbiParameters(
+          [{ type: 'uint8' }, { type: 'uint256' }, { type: 'uint256' }, { type: 'uint256' }, { type: 'uint256' }, { type: 'bytes32' }, { type: 'bytes32' }],
+          [side, tokenId, m, t, fee, builder, metadata],
+        );
+        const slow = decodeEventLog({ abi: ORDER_FILLED_V2_ABI, topics: topics as [`0x${string}`], data }).args;
+        expect(fastOrderFilled(topics, data, 2)!.args).toEqual(lower(slow as Record<string, unknown>));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('leaves any other shape to the ABI decoder (null)', () => {
+    const l = logOf('E', 0);
+    expect(fastOrderFilled(l.topics, `${l.data}00`, 2)).toBeNull();
+    expect(fastOrderFilled(l.topics.slice(0, 3), l.data, 2)).toBeNull();
+    expect(fastOrderFilled(l.topics, l.data.replace(/.$/, 'g'), 2)).toBeNull();
   });
 });

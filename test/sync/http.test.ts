@@ -110,6 +110,49 @@ describe('HttpSource', () => {
   });
 });
 
+describe('JsonRpc.batch', () => {
+  const node = (batches: boolean): Handler => (req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      const msg = JSON.parse(body) as { id: number; params: string[] } | { id: number; params: string[] }[];
+      const answer = (m: { id: number; params: string[] }) => ({ jsonrpc: '2.0', id: m.id, result: `block ${Number(m.params[0])}` });
+      if (Array.isArray(msg)) res.end(JSON.stringify(batches ? [...msg].reverse().map(answer) : { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'batches not supported' } }));
+      else res.end(JSON.stringify(answer(msg)));
+    });
+  };
+  const calls = [3, 1, 2].map((n) => ({ method: 'eth_getBlockByNumber', params: [`0x${n.toString(16)}`, false] }));
+
+  it('sends the calls in one request and returns the answers in call order (whatever order the node answers in)', async () => {
+    handler = () => {};
+    server.removeAllListeners('request');
+    server.on('request', (req, res) => {
+      hits++;
+      node(true)(req, res, hits);
+    });
+    hits = 0;
+    const rpc = new JsonRpc(new HttpSource({ name: 'rpc', baseUrl: `${base}/rpc` }));
+    expect(await rpc.batch(calls)).toEqual(['block 3', 'block 1', 'block 2']);
+    expect(hits).toBe(1);
+    await rpc.source.close();
+  });
+
+  it('falls back to one call a request when the node refuses batches, and stays there', async () => {
+    server.removeAllListeners('request');
+    server.on('request', (req, res) => {
+      hits++;
+      node(false)(req, res, hits);
+    });
+    hits = 0;
+    const rpc = new JsonRpc(new HttpSource({ name: 'rpc', baseUrl: `${base}/rpc` }));
+    expect(await rpc.batch(calls)).toEqual(['block 3', 'block 1', 'block 2']);
+    expect(hits).toBe(4); // the refused batch, then three calls
+    expect(await rpc.batch(calls)).toEqual(['block 3', 'block 1', 'block 2']);
+    expect(hits).toBe(7);
+    await rpc.source.close();
+  });
+});
+
 describe('backoff and Retry-After', () => {
   it('Retry-After: seconds or an HTTP date', () => {
     expect(retryAfterMs('2')).toBe(2000);

@@ -129,10 +129,32 @@ describe('a clean sync of the replayed venue', () => {
   });
 });
 
+describe('markets the chain names before Gamma was read', () => {
+  it('are fetched by token and condition id before their batch loads: nothing is skipped', async () => {
+    const conn = await openVenue();
+    const sync = await syncOf(conn, replay, urls);
+    const pages: string[] = [];
+    sync.on('gamma', (p) => pages.push(p.phase));
+    // the chain alone, no Gamma backfill first
+    const skipped: Record<string, number> = {};
+    for (let s = await sync.chain.step(); s; s = await sync.chain.step()) for (const [k, v] of Object.entries(s.skipped)) skipped[k] = (skipped[k] ?? 0) + v;
+    await sync.close();
+    expect(skipped.unknown_token ?? 0).toBe(0);
+    expect(skipped.unknown_market ?? 0).toBe(0);
+    expect(pages.length).toBeGreaterThan(0);
+    expect(new Set(pages)).toEqual(new Set(['lookup']));
+    const d = await dumpVenue(conn);
+    expect(d.fills!.length).toBe(clean.fills!.length);
+    expect(d.resolutions!.length).toBe(clean.resolutions!.length);
+    closeVenue(conn);
+  });
+});
+
 describe('the failure modes of the real sources', () => {
-  it('429 with Retry-After, 503, truncated bodies, a duplicated page and ranges refused as too large: the same venue', async () => {
+  it('429 with Retry-After, 503, truncated bodies, a duplicated page, ranges refused as too large and batches refused: the same venue', async () => {
     const flaky = new VenueReplay({ ...REPLAY, maxRange: 700 });
-    Object.assign(flaky.failures, { rateLimitEvery: 17, retryAfterSeconds: 0, serverErrorEvery: 23, truncateEvery: 29, duplicatePage: true });
+    // and a node that refuses JSON-RPC batches (the block headers then come one a request)
+    Object.assign(flaky.failures, { rateLimitEvery: 17, retryAfterSeconds: 0, serverErrorEvery: 23, truncateEvery: 29, duplicatePage: true, noBatches: true });
     const u = await flaky.listen();
     const conn = await openVenue();
     const sync = await syncOf(conn, flaky, u);
