@@ -39,7 +39,7 @@ import { FillStream } from './jobs/stream.ts';
 import { PushStore } from './data/push-store.ts';
 import { PushService } from './jobs/push.ts';
 import { devTargetsFromEnvOrExit } from './jobs/webhooks/dev-targets.ts';
-import { VenueSelectError, isSyncedVenue, loadDirVenue, parseVenue, storedVenueTime, venueDbPath } from './data/venue-select.ts';
+import { VenueSelectError, isSyncedVenue, loadDirVenue, parseVenue, storedVenueTime, venueDbPath, venueRoot } from './data/venue-select.ts';
 import { POLYMARKET_GAMMA_URL, VenueSync } from './data/sync/index.ts';
 import { HttpSource, JsonRpc } from './data/sync/http.ts';
 import { blockAtTime } from './data/sync/block-time.ts';
@@ -123,7 +123,7 @@ try {
   console.error(`configuration error: ${e.message}`);
   process.exit(2);
 }
-const root = venue.kind === 'demo' ? resolve(env.DATA_DIR, `demo-w${venueOpts.wallets}-d${venueOpts.days}-s${venueOpts.seed}`) : venue.root;
+const root = venueRoot(process.env);
 if (venue.kind === 'demo') dbPath = join(root, 'venue.duckdb');
 await mkdir(root, { recursive: true });
 

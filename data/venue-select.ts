@@ -9,10 +9,25 @@ import { join, resolve } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { queryRows } from './duckdb.ts';
 import { attachVenue } from './venue.ts';
+import { DEMO_VENUE } from './generator/defaults.ts';
 
 export type VenueChoice = { kind: 'demo' } | { kind: 'polymarket'; root: string } | { kind: 'dir'; root: string };
 
 export class VenueSelectError extends Error {}
+
+/**
+ * The directory of the venue the environment names (what `npm start` serves, so every CLI finds the same files: its
+ * venue.duckdb, service.sqlite, tid.key): VENUE (default demo), DATA_DIR, and for the demo DEMO_WALLETS / DAYS / SEED.
+ */
+export function venueRoot(env: NodeJS.ProcessEnv): string {
+  const dataDir = env.DATA_DIR ?? 'var';
+  const choice = parseVenue(env.VENUE ?? 'demo', dataDir);
+  if (choice.kind !== 'demo') return choice.root;
+  const w = env.DEMO_WALLETS ?? DEMO_VENUE.wallets;
+  const d = env.DEMO_DAYS ?? DEMO_VENUE.days;
+  const s = env.DEMO_SEED ?? DEMO_VENUE.seed;
+  return resolve(dataDir, `demo-w${w}-d${d}-s${s}`);
+}
 
 export function parseVenue(value: string, dataDir: string): VenueChoice {
   if (value === 'demo') return { kind: 'demo' };

@@ -11,6 +11,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { venueRoot } from '../data/venue-select.ts';
 import { openDuckDB, queryRows } from '../data/duckdb.ts';
 import { duckRunner } from '../data/runner.ts';
 import { createMcpServer, openAccess } from './server.ts';
@@ -28,10 +29,12 @@ async function main(): Promise<void> {
     },
     strict: true,
   });
-  if (values.help || !values.db) {
-    console.error('usage: tsx mcp/stdio.ts --db PATH [--now ISO|wall] [--tid-key-file PATH]');
-    process.exit(values.help ? 0 : 2);
+  if (values.help) {
+    console.error('usage: tsx mcp/stdio.ts [--db PATH] [--now ISO|wall] [--tid-key-file PATH]   (default: the venue npm start serves: VENUE, DATA_DIR)');
+    process.exit(0);
   }
+  // the venue npm start serves with the same environment, unless --db names one
+  values.db ??= join(venueRoot(process.env), 'venue.duckdb');
   if (!existsSync(values.db)) {
     log(`no database file ${values.db}`);
     process.exit(2);

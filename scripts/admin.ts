@@ -5,20 +5,19 @@
  *   npm run admin -- show <user id | email | 0x address>
  *   npm run admin -- set-plan <user id | email | 0x address> <free|pro|quant|desk> [--note "invoice 123"]
  *
- * The store is the service's SQLite file: --db PATH, or $SERVICE_DB, or the demo venue's service.sqlite.
+ * The store is the service's SQLite file: --db PATH, or $SERVICE_DB, or the service.sqlite of the venue `npm start`
+ * serves with the same environment (VENUE, DATA_DIR; the demo venue by default).
  */
 import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { PLANS, PlanId } from '../core/plans.ts';
 import { AccountStore } from '../data/account-store.ts';
-import { DEMO_VENUE } from '../data/generator/defaults.ts';
+import { venueRoot } from '../data/venue-select.ts';
 
 export function defaultServiceDb(env: NodeJS.ProcessEnv): string {
   if (env.SERVICE_DB) return env.SERVICE_DB;
-  const w = env.DEMO_WALLETS ?? DEMO_VENUE.wallets;
-  const d = env.DEMO_DAYS ?? DEMO_VENUE.days;
-  const s = env.DEMO_SEED ?? DEMO_VENUE.seed;
-  return join(resolve(env.DATA_DIR ?? 'var', `demo-w${w}-d${d}-s${s}`), 'service.sqlite');
+  // the venue npm start serves with the same environment (VENUE, DATA_DIR, DEMO_*)
+  return join(venueRoot(env), 'service.sqlite');
 }
 
 export function runAdmin(argv: string[], env: NodeJS.ProcessEnv, out: (line: string) => void): number {

@@ -1,7 +1,9 @@
 /**
- * npm run analytics:build -- (--venue DIR | --db PATH) [--as-of ISO] [--views]
+ * npm run analytics:build -- [--venue DIR | --db PATH] [--as-of ISO] [--views]
+ * Without either: the database of the venue `npm start` serves with the same environment (VENUE, DATA_DIR).
  * Builds the a_* analytics tables as of T (default: the latest fill) and prints step timings.
  */
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { fullBuild } from '../../core/analytics/build.ts';
@@ -9,6 +11,7 @@ import { queryRows } from '../duckdb.ts';
 import { duckRunner } from '../runner.ts';
 import { progressBar } from '../progress.ts';
 import { openVenueDb } from './open.ts';
+import { venueRoot } from '../venue-select.ts';
 
 const Args = z
   .object({
@@ -17,8 +20,7 @@ const Args = z
     'as-of': z.string().datetime({ offset: true }).optional(),
     views: z.boolean().optional(),
     'memory-limit': z.string().optional(),
-  })
-  .refine((a) => a.venue || a.db, { message: 'give --venue DIR or --db PATH' });
+  });
 const { values } = parseArgs({ options: { venue: { type: 'string' }, db: { type: 'string' }, 'as-of': { type: 'string' }, views: { type: 'boolean' }, 'memory-limit': { type: 'string' } } });
 const parsed = Args.safeParse(values);
 if (!parsed.success) {
@@ -26,6 +28,7 @@ if (!parsed.success) {
   process.exit(2);
 }
 const a = parsed.data;
+if (!a.venue && !a.db) a.db = join(venueRoot(process.env), 'venue.duckdb');
 const t0 = performance.now();
 const { instance, conn, migration } = await openVenueDb({ venueDir: a.venue, db: a.db, materialize: !a.views, memoryLimit: a['memory-limit'] });
 if (migration && (migration.nullableColumns.length || migration.removedWallets.length)) console.error(`analytics:build: migrated the venue: ${JSON.stringify(migration)}`);
