@@ -22,6 +22,7 @@ import { snapshotRunner } from './data/snapshot-runner.ts';
 import { RankerCache } from './jobs/analytics/rankers.ts';
 import { ensureWalletLinks } from './core/rankings.ts';
 import { SnapshotStore } from './data/snapshot-store.ts';
+import { buildUi, uiStale } from './web-api/ui-build.ts';
 import { createApp } from './web-api/app.ts';
 import { duckRunner } from './data/runner.ts';
 import { AccountStore } from './data/account-store.ts';
@@ -325,6 +326,8 @@ if (env.LIVE_TAIL === 'on') {
   const push = new PushService({ store: pushStore, subject: env.VAPID_SUBJECT, planOf: (u) => accounts.user(u)?.plan ?? null, usage: webhookStore, log: (m) => console.log(`  ${m}`) });
   const venueLookup = new VenueLookup(apiDb);
   await venueLookup.load();
+  // the web app at / (npm install built it; a source newer than the build, or no build, is built now)
+  if (uiStale()) console.log(`  web app built in ${(await buildUi()).toFixed(1)} s`);
   const api = createApp({
     webhooks,
     push,
@@ -351,7 +354,7 @@ if (env.LIVE_TAIL === 'on') {
     },
   });
   const server = api.listen(env.PORT, env.HOST, () => {
-    console.log(`API: ${origin}/v1/openapi.json  (try ${origin}/v1/public/leaderboard)`);
+    console.log(`Web app: ${origin}/   API: ${origin}/v1/openapi.json  (try ${origin}/v1/public/leaderboard)`);
     if (gateway) console.log(`Agent tier (x402): ${origin}/x402/info   MCP (Streamable HTTP): ${origin}/mcp`);
     console.log(`Realtime fills (WebSocket): ${origin.replace(/^http/, 'ws')}/v1/stream`);
     if (gateway?.demoPayer) console.log(`  local chain ${gateway.chain!.rpcUrl}: demo payer ${gateway.demoPayer.address} holds 10 test USDC (private key ${gateway.demoPayer.privateKey})`);

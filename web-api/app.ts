@@ -26,6 +26,7 @@ import type { RateStore } from '../data/rate-limit.ts';
 import type { ResolutionFeed } from '../data/resolution-feed.ts';
 import type { SnapshotStore } from '../data/snapshot-store.ts';
 import { accountRouter, authenticate, authRouter, type AuthConfig, type AuthDeps } from './auth.ts';
+import { uiRouter } from './ui-build.ts';
 import { ApiError, assignTraceId, errorHandler, notFound } from './errors.ts';
 import { devMailer, type Mailer } from './mail.ts';
 import { openApiDocument } from './openapi.ts';
@@ -232,6 +233,8 @@ export function createApp(deps: AppDeps): Express {
     res.json(await customRanking(deps.db, cfg, venueNow(), undefined, deps.rankers));
   });
 
+  // the web app at / (its files, and index.html for the pages it routes); the API's JSON 404 for the rest
+  app.use(uiRouter());
   app.use(notFound);
   app.use(errorHandler);
   return app;

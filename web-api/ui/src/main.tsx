@@ -1,0 +1,67 @@
+/** The web app: the public leaderboard and trader teasers, sign-in, the preset boards and the trader records. */
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { api, type Me } from './api.ts';
+import { interceptLinks, navigate, usePath } from './router.ts';
+import { Leaderboard } from './pages/leaderboard.tsx';
+import { PresetBoard, Presets } from './pages/presets.tsx';
+import { SignIn } from './pages/signin.tsx';
+import { Trader } from './pages/trader.tsx';
+import './style.css';
+
+function App() {
+  const path = usePath();
+  const [me, setMe] = useState<Me['user'] | undefined>(undefined);
+  useEffect(() => {
+    api<Me>('/v1/auth/me')
+      .then((m) => setMe(m.user))
+      .catch(() => setMe(null));
+  }, [path]);
+  const logout = async () => {
+    await api('/v1/auth/logout', { method: 'POST' }).catch(() => undefined);
+    setMe(null);
+    navigate('/');
+  };
+  const trader = path.match(/^\/trader\/([^/]+)$/);
+  const preset = path.match(/^\/presets\/([a-z0-9-]+)$/);
+  return (
+    <>
+      <header>
+        <strong>Skill analytics</strong>
+        <nav aria-label="main">
+          <a href="/">Leaderboard</a>
+          <a href="/presets">Presets</a>
+        </nav>
+        {me ? (
+          <span>
+            {me.email ?? me.user_id} <button onClick={logout}>Sign out</button>
+          </span>
+        ) : me === null ? (
+          <a href="/signin">Sign in</a>
+        ) : null}
+      </header>
+      <main>
+        {me === undefined ? (
+          <p class="muted">Loading…</p>
+        ) : trader ? (
+          <Trader id={decodeURIComponent(trader[1]!)} me={me} />
+        ) : preset ? (
+          <PresetBoard slug={preset[1]!} me={me} />
+        ) : path === '/presets' ? (
+          <Presets me={me} />
+        ) : path === '/signin' ? (
+          <SignIn />
+        ) : path === '/' ? (
+          <Leaderboard />
+        ) : (
+          <p class="error" role="alert">
+            No page here. <a href="/">Back to the leaderboard</a>.
+          </p>
+        )}
+      </main>
+    </>
+  );
+}
+
+interceptLinks();
+render(<App />, document.getElementById('app')!);

@@ -1,0 +1,143 @@
+import type { Me } from '../api.ts';
+import { useApi } from '../hooks.ts';
+import { count, num, pct, usd } from '../format.ts';
+import { Reliability, type Bin } from './reliability.tsx';
+import { Loaded } from './shared.tsx';
+
+interface Teaser {
+  proxy_wallet?: string;
+  rank: number | null;
+  total_pnl: number;
+  realized_pnl: number;
+  lifetime_volume_usdc: number;
+  trade_count: number;
+  markets_traded: number;
+  win_rate_pct: number | null;
+  last_trade_at: string;
+  display: { username: string | null; pseudonym: string };
+  pnl_under_review: boolean;
+}
+interface Calibration {
+  bins: Bin[];
+  n_total: number;
+  brier: number | null;
+  calibration_excess: number | null;
+  calibration_excess_z: number | null;
+  n_markets: number;
+  ranked: boolean;
+  as_of: string;
+}
+interface Position {
+  market_title: string;
+  outcome: string;
+  status: string;
+  winner_outcome: string | null;
+  shares: number;
+  realized_pnl: number;
+  total_pnl: number;
+  last_activity_at: string;
+}
+
+const isAddress = (id: string) => /^0x[0-9a-fA-F]{40}$/.test(id);
+
+/** A trader: the public teaser for anyone; signed in (and by address), the calibration record and the positions. */
+export function Trader({ id, me }: { id: string; me: Me['user'] }) {
+  const teaser = useApi<Teaser>(`/v1/public/trader/${encodeURIComponent(id)}`);
+  const full = me !== null && isAddress(id);
+  const cal = useApi<Calibration>(full ? `/v1/trader/${id}/calibration` : null);
+  const pos = useApi<{ rows: Position[] }>(full ? `/v1/trader/${id}/positions?limit=25` : null);
+  return (
+    <>
+      <Loaded load={teaser}>
+        {(t) =>
+          t.display === undefined ? (
+            <p class="muted">This wallet has no fill as of the latest analytics.</p>
+          ) : (
+            <>
+              <h1>{t.display.username || t.display.pseudonym}</h1>
+              {t.pnl_under_review && <p class="muted">P&amp;L under review: this wallet trades in lockstep with others.</p>}
+              <div class="cards">
+                <Card label="Total P&L" value={usd(t.total_pnl)} />
+                <Card label="Realized P&L" value={usd(t.realized_pnl)} />
+                <Card label="Volume" value={usd(t.lifetime_volume_usdc)} />
+                <Card label="Trades" value={count(t.trade_count)} />
+                <Card label="Markets" value={count(t.markets_traded)} />
+                <Card label="Win rate" value={pct(t.win_rate_pct)} />
+                <Card label="Rank (top P&L)" value={t.rank === null ? '—' : `#${t.rank}`} />
+              </div>
+            </>
+          )
+        }
+      </Loaded>
+      <h2>Calibration</h2>
+      {!full ? (
+        <p class="muted">
+          {me === null ? (
+            <>
+              <a href="/signin">Sign in</a> to see the calibration record (a reliability diagram of the price paid against how often it came true), the
+              positions with their WON / LOST / REDEEMABLE / VOID labels, alpha and risk.
+            </>
+          ) : (
+            'The full record is shown for a trader opened by wallet address (from a ranking board).'
+          )}
+        </p>
+      ) : (
+        <Loaded load={cal}>
+          {(c) => (
+            <>
+              <div class="cards">
+                <Card label="Brier" value={num(c.brier, 3)} />
+                <Card label="Calibration excess" value={num(c.calibration_excess, 3)} />
+                <Card label="Excess z" value={c.calibration_excess_z === null ? 'unmeasured' : num(c.calibration_excess_z)} />
+                <Card label="Resolved markets" value={`${count(c.n_markets)}${c.ranked ? '' : ' (unranked: < 30)'}`} />
+              </div>
+              <Reliability bins={c.bins} />
+            </>
+          )}
+        </Loaded>
+      )}
+      {full && (
+        <>
+          <h2>Positions</h2>
+          <Loaded load={pos}>
+            {(p) => (
+              <table>
+                <thead>
+                  <tr>
+                    <th scope="col">Market</th>
+                    <th scope="col">Outcome</th>
+                    <th scope="col">Status</th>
+                    <th scope="col">Winner</th>
+                    <th scope="col">Shares</th>
+                    <th scope="col">Total P&amp;L</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {p.rows.map((r, i) => (
+                    <tr key={i}>
+                      <td>{r.market_title}</td>
+                      <td>{r.outcome}</td>
+                      <td>{r.status}</td>
+                      <td>{r.winner_outcome ?? '—'}</td>
+                      <td>{num(r.shares, 1)}</td>
+                      <td>{usd(r.total_pnl)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            )}
+          </Loaded>
+        </>
+      )}
+    </>
+  );
+}
+
+function Card({ label, value }: { label: string; value: string }) {
+  return (
+    <div class="card">
+      <div class="label">{label}</div>
+      <div class="value">{value}</div>
+    </div>
+  );
+}
