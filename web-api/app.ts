@@ -9,6 +9,7 @@ import { z } from 'zod';
 import type { TidIndex } from '../core/public/index.ts';
 import type { QueryRunner } from '../core/query.ts';
 import {
+  GATE_FIELDS,
   METRIC_IDS,
   PresetOverrides,
   RankingConfig,
@@ -193,7 +194,8 @@ export function createApp(deps: AppDeps): Express {
   if (deps.resolutionFeed) app.use('/v1/resolutions', resolutionsRouter({ db: deps.db, feed: deps.resolutionFeed, now: venueNow }));
 
   app.get('/v1/rankings/presets', (_req, res) => {
-    res.json({ presets: presetList(), metrics: METRIC_IDS });
+    // the gate fields and their types too: the web app's ranking builder offers exactly what a config may hold
+    res.json({ presets: presetList(), metrics: METRIC_IDS, gate_fields: Object.fromEntries(Object.entries(GATE_FIELDS).map(([k, v]) => [k, v.type])) });
   });
 
   app.get('/v1/rankings/preset/:slug', async (req, res) => {

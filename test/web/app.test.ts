@@ -53,6 +53,17 @@ async function axe(page: Page, name: string): Promise<void> {
   expect(bad, `${name}: ${JSON.stringify(bad)}`).toEqual([]);
 }
 
+/** A page signed in by magic link as `email` (the development link the sign-in page shows). */
+async function signedIn(email: string): Promise<Page> {
+  const page = await browser.newPage();
+  await page.goto(`${app.base}/signin`);
+  await page.fill('#email', email);
+  await page.click('button[type=submit]');
+  await page.click('[data-testid=dev-link]');
+  await page.waitForSelector('header button:has-text("Sign out")');
+  return page;
+}
+
 describe('the web app', () => {
   it('a visitor sees the public leaderboard as the API serves it, unmeasured calibration shown as such', async () => {
     const page = await browser.newPage();
@@ -128,6 +139,67 @@ describe('the web app', () => {
     await page.waitForSelector('main table');
     await page.screenshot({ path: join(SHOTS, 'trader.png'), fullPage: true });
     await axe(page, 'trader');
+    await page.close();
+  });
+
+  it('the account: mints a key whose secret shows once, lists it by prefix, revokes it (then the API refuses it)', async () => {
+    const page = await signedIn('keys@example.com');
+    await page.goto(`${app.base}/account`);
+    await page.waitForSelector('[data-testid=plan]');
+    await axe(page, 'account');
+    await page.fill('#key-label', 'laptop');
+    await page.click('form.inline button[type=submit]');
+    const secret = (await (await page.waitForSelector('[data-testid=secret]')).textContent())!.trim();
+    expect(secret.length).toBeGreaterThan(20);
+    // the key works against the API
+    expect((await fetch(`${app.base}/v1/account/plan`, { headers: { authorization: `Bearer ${secret}` } })).status).toBe(200);
+    await page.screenshot({ path: join(SHOTS, 'account.png'), fullPage: true });
+    // shown once: a fresh load lists the key by its prefix only
+    await page.reload();
+    await page.waitForSelector('[data-testid=keys] tbody tr');
+    expect(await page.textContent('main')).not.toContain(secret);
+    const row = await page.$('[data-testid=keys] tbody tr:has-text("laptop")');
+    expect(secret.startsWith(((await row!.$eval('code', (c) => c.textContent ?? '')) as string).replace('…', ''))).toBe(true);
+    await page.click('button[aria-label="Revoke laptop"]');
+    await page.waitForSelector('[data-testid=keys] tbody tr:has-text("revoked")');
+    expect((await fetch(`${app.base}/v1/account/plan`, { headers: { authorization: `Bearer ${secret}` } })).status).toBe(401);
+    await page.close();
+  });
+
+  it('the ranking builder: edits update the funnel and rows; the copied curl, run with a key, returns the same ranking', async () => {
+    const page = await signedIn('builder@example.com');
+    await page.goto(`${app.base}/builder`);
+    await page.waitForSelector('[data-testid=builder-rows] tbody tr');
+    const before = await page.$$eval('[data-testid=builder-rows] tbody tr', (trs) => trs.map((t) => t.getAttribute('data-proxy')));
+    // weigh 24 h alpha instead of calibration, and require 30 resolved markets
+    await page.fill('input[name=w-calibration]', '0');
+    await page.fill('input[name=w-alpha_24h]', '2');
+    await page.click('button:has-text("Add a gate")');
+    // (browser-side expressions as strings: this file is type-checked without the DOM)
+    await page.waitForFunction(`(() => { const rows = [...document.querySelectorAll('[data-testid=builder-rows] tbody tr')].map((t) => t.getAttribute('data-proxy')); return rows.length > 0 && rows.join() !== ${JSON.stringify(before.join())}; })()`);
+    await page.waitForFunction(`document.querySelectorAll('[data-testid=funnel] li').length >= 4`);
+    const shown = await page.$$eval('[data-testid=builder-rows] tbody tr', (trs) => trs.map((t) => t.getAttribute('data-proxy')));
+    const gates = await page.$$eval('[data-testid=funnel] li span:first-child', (ss) => ss.map((x) => x.textContent));
+    expect(gates.join('|')).toMatch(/trade_count.*n_resolved_markets/);
+    const curl = (await page.textContent('[data-testid=copy-curl]'))!;
+    const url = curl.match(/'(http[^']+)'/)![1]!;
+    expect(url).toContain('weights=alpha_24h%3A2');
+    const { key } = app.keyFor('free');
+    const r = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
+    expect(r.status).toBe(200);
+    const body = (await r.json()) as { rows: { proxy_wallet: string }[] };
+    expect(body.rows.map((x) => x.proxy_wallet)).toEqual(shown);
+    // the agent body and the MCP call are the same config as JSON
+    const agent = JSON.parse((await page.textContent('[data-testid=copy-agent]'))!.split('\n\n')[1]!) as { weights: Record<string, number>; gates: unknown[] };
+    expect(agent.weights).toEqual({ alpha_24h: 2 });
+    expect(agent.gates).toEqual([{ field: 'trade_count', op: 'gte', value: 20 }, { field: 'n_resolved_markets', op: 'gte', value: 30 }]);
+    const mcp = JSON.parse((await page.textContent('[data-testid=copy-mcp]'))!) as { params: { arguments: { config: unknown } } };
+    expect(mcp.params.arguments.config).toEqual({ cohort: {}, gates: agent.gates, weights: agent.weights, sort_by: 'composite' });
+    // an invalid edit shows the service's message
+    await page.fill('input[name=w-alpha_24h]', '0');
+    expect(await (await page.waitForSelector('[data-testid=builder-error]')).textContent()).toMatch(/weight/);
+    await page.screenshot({ path: join(SHOTS, 'builder.png'), fullPage: true });
+    await axe(page, 'builder');
     await page.close();
   });
 

@@ -33,8 +33,16 @@ export async function api<T>(path: string, init: { method?: string; body?: unkno
   }
   if (!res.ok) {
     // the error object: {error (a code), message?, reason?, issues?, trace_id?}
-    const e = (body ?? {}) as { error?: string; message?: string; reason?: string };
-    const message = e.message ? `${e.message}${e.reason ? ` (${e.reason})` : ''}` : `The service answered ${res.status}${e.error ? `: ${e.error}` : ''}.`;
+    const e = (body ?? {}) as { error?: string; message?: string; reason?: string; issues?: { path?: unknown[]; message?: string }[] };
+    // a validation error names its fields in issues: the person sees which one and why
+    const issues = Array.isArray(e.issues)
+      ? e.issues
+          .slice(0, 3)
+          .map((i) => `${Array.isArray(i.path) && i.path.length ? `${i.path.join('.')}: ` : ''}${i.message ?? ''}`)
+          .filter(Boolean)
+      : [];
+    const base = e.message ? `${e.message}${e.reason ? ` (${e.reason})` : ''}` : `The service answered ${res.status}${e.error ? `: ${e.error}` : ''}.`;
+    const message = issues.length ? `${base}: ${issues.join('; ')}` : base;
     throw new ApiFailure(res.status, e.error ?? 'http_error', message);
   }
   return body as T;

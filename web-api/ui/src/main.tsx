@@ -3,6 +3,8 @@ import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, type Me } from './api.ts';
 import { interceptLinks, navigate, usePath } from './router.ts';
+import { Account } from './pages/account.tsx';
+import { Builder } from './pages/builder.tsx';
 import { Leaderboard } from './pages/leaderboard.tsx';
 import { PresetBoard, Presets } from './pages/presets.tsx';
 import { SignIn } from './pages/signin.tsx';
@@ -31,6 +33,8 @@ function App() {
         <nav aria-label="main">
           <a href="/">Leaderboard</a>
           <a href="/presets">Presets</a>
+          <a href="/builder">Ranking builder</a>
+          {me && <a href="/account">Account</a>}
         </nav>
         {me ? (
           <span>
@@ -49,6 +53,10 @@ function App() {
           <PresetBoard slug={preset[1]!} me={me} />
         ) : path === '/presets' ? (
           <Presets me={me} />
+        ) : path === '/account' ? (
+          <Account me={me} />
+        ) : path === '/builder' ? (
+          <Builder me={me} />
         ) : path === '/signin' ? (
           <SignIn />
         ) : path === '/' ? (
