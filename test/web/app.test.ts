@@ -8,6 +8,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fullBuild } from '../../core/analytics/build.ts';
 import { duckRunner } from '../../data/runner.ts';
@@ -139,6 +140,34 @@ describe('the web app', () => {
     await page.waitForSelector('main table');
     await page.screenshot({ path: join(SHOTS, 'trader.png'), fullPage: true });
     await axe(page, 'trader');
+    await page.close();
+  });
+
+  it('signs in with a wallet: an injected EIP-1193 provider backed by a viem account signs the EIP-4361 message', async () => {
+    const account = privateKeyToAccount(generatePrivateKey());
+    const page = await browser.newPage();
+    const signed: string[] = [];
+    await page.exposeFunction('__walletSign', async (hex: string) => {
+      signed.push(hex);
+      return account.signMessage({ message: { raw: hex as `0x${string}` } });
+    });
+    // the provider a wallet extension injects, answering the two calls a sign-in makes
+    await page.addInitScript(`window.ethereum = { request: async ({ method, params }) => {
+      if (method === 'eth_requestAccounts' || method === 'eth_accounts') return ['${account.address.toLowerCase()}'];
+      if (method === 'eth_chainId') return '0x89';
+      if (method === 'personal_sign') return window.__walletSign(params[0]);
+      throw new Error('unsupported ' + method);
+    } };`);
+    await page.goto(`${app.base}/signin`);
+    await page.click('[data-testid=wallet-signin]');
+    await page.waitForSelector('header button:has-text("Sign out")');
+    expect(signed.length).toBe(1);
+    const message = Buffer.from(signed[0]!.slice(2), 'hex').toString('utf8');
+    expect(message).toContain(`${new URL(app.base).host} wants you to sign in with your Ethereum account:\n${account.address}`);
+    expect(message).toContain('Chain ID: 137');
+    // the session is the wallet's: the account page works
+    await page.goto(`${app.base}/account`);
+    await page.waitForSelector('[data-testid=plan]');
     await page.close();
   });
 

@@ -14,11 +14,12 @@ import './style.css';
 function App() {
   const path = usePath();
   const [me, setMe] = useState<Me['user'] | undefined>(undefined);
+  const [signedIn, setSignedIn] = useState(0);
   useEffect(() => {
     api<Me>('/v1/auth/me')
       .then((m) => setMe(m.user))
       .catch(() => setMe(null));
-  }, [path]);
+  }, [path, signedIn]);
   const logout = async () => {
     await api('/v1/auth/logout', { method: 'POST' }).catch(() => undefined);
     setMe(null);
@@ -58,7 +59,7 @@ function App() {
         ) : path === '/builder' ? (
           <Builder me={me} />
         ) : path === '/signin' ? (
-          <SignIn />
+          <SignIn onSignedIn={() => setSignedIn((n) => n + 1)} />
         ) : path === '/' ? (
           <Leaderboard />
         ) : (

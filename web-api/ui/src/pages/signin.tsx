@@ -1,8 +1,9 @@
 import { useState } from 'preact/hooks';
 import { ApiFailure, api } from '../api.ts';
+import { WalletSignIn } from './wallet.tsx';
 
 /** Sign in by magic link: the service mails a one-time link (in development it also hands it back here). */
-export function SignIn() {
+export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
   const [email, setEmail] = useState('');
   const [state, setState] = useState<{ kind: 'idle' } | { kind: 'sending' } | { kind: 'sent'; devLink?: string } | { kind: 'error'; message: string }>({ kind: 'idle' });
   const submit = async (e: Event) => {
@@ -41,6 +42,8 @@ export function SignIn() {
           {state.message}
         </p>
       )}
+      <h2>Or with a wallet</h2>
+      <WalletSignIn onSignedIn={onSignedIn} />
     </>
   );
 }
