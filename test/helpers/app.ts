@@ -29,7 +29,10 @@ export interface TestApp {
 
 let users = 0;
 
-export async function startApp(db: QueryRunner, opts: Partial<Omit<AppDeps, 'db' | 'accounts' | 'rates' | 'auth'>> & { rates?: RateStore; auth?: Omit<AuthConfig, 'origin'> } = {}): Promise<TestApp> {
+export async function startApp(
+  db: QueryRunner,
+  opts: Partial<Omit<AppDeps, 'db' | 'accounts' | 'rates' | 'auth'>> & { rates?: RateStore; auth?: Omit<AuthConfig, 'origin'>; webhookTargets?: { allowlist: string[]; ca: string } } = {},
+): Promise<TestApp> {
   const dir = await mkdtemp(join(tmpdir(), 'app-test-'));
   const accounts = new AccountStore(join(dir, 'service.sqlite'));
   const rates = opts.rates ?? new SqliteRateStore(join(dir, 'service.sqlite'));
@@ -39,7 +42,8 @@ export async function startApp(db: QueryRunner, opts: Partial<Omit<AppDeps, 'db'
   // the real webhook and push services on the same file unless a test brings its own
   const webhookStore = new WebhookStore(join(dir, 'service.sqlite'));
   const pushStore = new PushStore(join(dir, 'service.sqlite'));
-  const webhooks = new WebhookService({ store: webhookStore, planOf: (u) => accounts.user(u)?.plan ?? null });
+  // a test's own receivers on loopback pass the SSRF guard only when it names them (webhookTargets)
+  const webhooks = new WebhookService({ store: webhookStore, planOf: (u) => accounts.user(u)?.plan ?? null, ...(opts.webhookTargets ?? {}) });
   const push = new PushService({ store: pushStore, subject: 'mailto:test@example.com' });
   const app = createApp({ resolutionFeed, tidKey: 'test-tid-key-0123456789abcdef', webhooks, push, ...opts, db, accounts, rates, auth });
   const server: Server = app.listen(0, '127.0.0.1');

@@ -14,6 +14,8 @@ import { fullBuild } from '../../core/analytics/build.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { buildUi, uiStale } from '../../web-api/ui-build.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
+import { startHttpsReceiver, type HttpsReceiver } from '../helpers/https-receiver.ts';
+import { SIGNATURE_HEADER, verifySignature } from '../../jobs/webhooks/signing.ts';
 import { makeVenue, type TestVenue } from '../helpers/venue.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -24,6 +26,7 @@ const axeSource = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 let v: TestVenue;
 let app: TestApp;
 let browser: Browser;
+let receiver: HttpsReceiver;
 const timings: Record<string, number> = {};
 
 beforeAll(async () => {
@@ -31,7 +34,9 @@ beforeAll(async () => {
   v = await makeVenue({ wallets: 3000, days: 30, seed: 3 });
   const db = duckRunner(v.conn);
   await fullBuild(db, AS_OF);
-  app = await startApp(db, { venueNow: () => AS_OF });
+  // a webhook receiver of the person's own, on loopback HTTPS (allowed past the SSRF guard for this test)
+  receiver = await startHttpsReceiver();
+  app = await startApp(db, { venueNow: () => AS_OF, webhookTargets: { allowlist: [`127.0.0.1:${receiver.port}`], ca: receiver.ca } });
   if (!existsSync(CHROMIUM)) throw new Error(`no chromium at ${CHROMIUM}: apt-get install chromium (or set CHROMIUM_PATH)`);
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
   mkdirSync(SHOTS, { recursive: true });
@@ -39,6 +44,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await app?.close();
+  await receiver?.close();
   v?.conn.closeSync();
   if (Object.keys(timings).length) console.log(`web app timings (ms): ${JSON.stringify(timings)}`);
 });
@@ -229,6 +235,34 @@ describe('the web app', () => {
     expect(await (await page.waitForSelector('[data-testid=builder-error]')).textContent()).toMatch(/weight/);
     await page.screenshot({ path: join(SHOTS, 'builder.png'), fullPage: true });
     await axe(page, 'builder');
+    await page.close();
+  });
+
+  it('webhooks: creates one (the secret shown once), sends a test the receiver verifies with that secret, reads the log, deletes it', async () => {
+    const email = 'hooks@example.com';
+    const page = await signedIn(email);
+    // webhooks are a paid feature: this person is on Pro
+    app.accounts.setPlan(app.accounts.userForEmail(email, Date.now()).user_id, 'pro', Date.now(), 'test');
+    await page.goto(`${app.base}/webhooks`);
+    await page.waitForSelector('[data-testid=webhooks]');
+    await axe(page, 'webhooks');
+    await page.fill('input[name=target_url]', receiver.url);
+    await page.click('button:has-text("Create webhook")');
+    const secret = (await (await page.waitForSelector('[data-testid=webhook-secret] code')).textContent())!.trim();
+    expect(secret).toMatch(/^whsec_/);
+    await page.waitForSelector(`[data-testid=webhooks] tbody tr:has-text("${receiver.url}")`);
+    const before = receiver.received.length;
+    await page.click('[data-testid=webhooks] tbody tr button:has-text("Send a test")');
+    expect(await (await page.waitForSelector('[data-testid=notice]')).textContent()).toMatch(/Test delivered \(HTTP 200\)/);
+    const got = receiver.received.slice(before);
+    expect(got.length).toBe(1);
+    expect(verifySignature({ header: got[0]!.headers[SIGNATURE_HEADER], rawBody: got[0]!.body, secret })).toMatchObject({ ok: true });
+    await page.click('[data-testid=webhooks] tbody tr button:has-text("Deliveries")');
+    await page.waitForSelector('[data-testid=deliveries] tbody tr:has-text("service.test")');
+    await page.screenshot({ path: join(SHOTS, 'webhooks.png'), fullPage: true });
+    page.once('dialog', (d) => void d.accept());
+    await page.click('[data-testid=webhooks] tbody tr button:has-text("Delete")');
+    await page.waitForFunction(`document.querySelectorAll('[data-testid=webhooks] tbody tr').length === 0`);
     await page.close();
   });
 

@@ -9,6 +9,7 @@ import { Leaderboard } from './pages/leaderboard.tsx';
 import { PresetBoard, Presets } from './pages/presets.tsx';
 import { SignIn } from './pages/signin.tsx';
 import { Trader } from './pages/trader.tsx';
+import { Webhooks } from './pages/webhooks.tsx';
 import './style.css';
 
 function App() {
@@ -36,6 +37,7 @@ function App() {
           <a href="/presets">Presets</a>
           <a href="/builder">Ranking builder</a>
           {me && <a href="/account">Account</a>}
+          {me && <a href="/webhooks">Webhooks</a>}
         </nav>
         {me ? (
           <span>
@@ -56,6 +58,8 @@ function App() {
           <Presets me={me} />
         ) : path === '/account' ? (
           <Account me={me} />
+        ) : path === '/webhooks' ? (
+          <Webhooks me={me} />
         ) : path === '/builder' ? (
           <Builder me={me} />
         ) : path === '/signin' ? (
