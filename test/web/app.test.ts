@@ -144,6 +144,8 @@ describe('the web app', () => {
       expect(cy).toBeCloseTo(360 - 46 - plotted[i]!.observed * 268, 6);
     });
     await page.waitForSelector('main table');
+    // copy-fitness is paid: a free plan sees what the plan unlocks, in the service's words, not a failure
+    expect(await (await page.waitForSelector('[data-testid=locked]')).textContent()).toMatch(/paid plan: .*plan/i);
     await page.screenshot({ path: join(SHOTS, 'trader.png'), fullPage: true });
     await axe(page, 'trader');
     await page.close();
@@ -263,6 +265,30 @@ describe('the web app', () => {
     page.once('dialog', (d) => void d.accept());
     await page.click('[data-testid=webhooks] tbody tr button:has-text("Delete")');
     await page.waitForFunction(`document.querySelectorAll('[data-testid=webhooks] tbody tr').length === 0`);
+    await page.close();
+  });
+
+  it('search finds a trader and a market; the market page shows its teaser', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${app.base}/`);
+    const board = (await (await fetch(`${app.base}/v1/public/leaderboard?limit=1`)).json()) as { rows: { wallet_label: string }[] };
+    const label = board.rows[0]!.wallet_label;
+    await page.fill('header input[name=q]', label);
+    await page.press('header input[name=q]', 'Enter');
+    await page.waitForSelector(`[data-testid=results] a:has-text("${label}")`);
+    await axe(page, 'search');
+    // a market by words of its title
+    const [m] = await v.conn.runAndReadAll(`SELECT condition_id, question FROM markets ORDER BY market_id LIMIT 1`).then((r) => r.getRowObjectsJS() as { condition_id: string; question: string }[]);
+    const word = m!.question.split(/\s+/).slice(1, 3).join(' ');
+    await page.fill('header input[name=q]', word);
+    await page.press('header input[name=q]', 'Enter');
+    await page.waitForSelector(`[data-testid=results] a[href="/market/${m!.condition_id}"]`);
+    await page.click(`[data-testid=results] a[href="/market/${m!.condition_id}"]`);
+    await page.waitForSelector('[data-testid=market]');
+    const teaser = (await (await fetch(`${app.base}/v1/public/market/${m!.condition_id}`)).json()) as { market_title: string };
+    expect(await page.textContent('h1')).toBe(teaser.market_title);
+    await page.screenshot({ path: join(SHOTS, 'market.png'), fullPage: true });
+    await axe(page, 'market');
     await page.close();
   });
 

@@ -6,6 +6,7 @@ import { interceptLinks, navigate, usePath } from './router.ts';
 import { Account } from './pages/account.tsx';
 import { Builder } from './pages/builder.tsx';
 import { Leaderboard } from './pages/leaderboard.tsx';
+import { Market, Search } from './pages/search.tsx';
 import { PresetBoard, Presets } from './pages/presets.tsx';
 import { SignIn } from './pages/signin.tsx';
 import { Trader } from './pages/trader.tsx';
@@ -13,14 +14,15 @@ import { Webhooks } from './pages/webhooks.tsx';
 import './style.css';
 
 function App() {
-  const path = usePath();
+  const address = usePath();
+  const path = address.split('?')[0]!;
   const [me, setMe] = useState<Me['user'] | undefined>(undefined);
   const [signedIn, setSignedIn] = useState(0);
   useEffect(() => {
     api<Me>('/v1/auth/me')
       .then((m) => setMe(m.user))
       .catch(() => setMe(null));
-  }, [path, signedIn]);
+  }, [address, signedIn]);
   const logout = async () => {
     await api('/v1/auth/logout', { method: 'POST' }).catch(() => undefined);
     setMe(null);
@@ -28,6 +30,7 @@ function App() {
   };
   const trader = path.match(/^\/trader\/([^/]+)$/);
   const preset = path.match(/^\/presets\/([a-z0-9-]+)$/);
+  const market = path.match(/^\/market\/([^/]+)$/);
   return (
     <>
       <header>
@@ -39,6 +42,15 @@ function App() {
           {me && <a href="/account">Account</a>}
           {me && <a href="/webhooks">Webhooks</a>}
         </nav>
+        <form
+          role="search"
+          onSubmit={(e) => {
+            e.preventDefault();
+            navigate(`/search?q=${encodeURIComponent(((e.currentTarget as HTMLFormElement).elements.namedItem('q') as HTMLInputElement).value)}`);
+          }}
+        >
+          <input name="q" type="search" aria-label="Search traders, markets, events" placeholder="Search traders, markets…" />
+        </form>
         {me ? (
           <span>
             {me.email ?? me.user_id} <button onClick={logout}>Sign out</button>
@@ -52,6 +64,10 @@ function App() {
           <p class="muted">Loading…</p>
         ) : trader ? (
           <Trader id={decodeURIComponent(trader[1]!)} me={me} />
+        ) : market ? (
+          <Market id={decodeURIComponent(market[1]!)} />
+        ) : path === '/search' ? (
+          <Search q={new URLSearchParams(location.search).get('q') ?? ''} />
         ) : preset ? (
           <PresetBoard slug={preset[1]!} me={me} />
         ) : path === '/presets' ? (

@@ -6,10 +6,11 @@ export function navigate(to: string): void {
   dispatchEvent(new PopStateEvent('popstate'));
 }
 
+/** The page address (path and query): a new query re-renders too (a search). */
 export function usePath(): string {
-  const [path, setPath] = useState(location.pathname);
+  const [path, setPath] = useState(location.pathname + location.search);
   useEffect(() => {
-    const on = () => setPath(location.pathname);
+    const on = () => setPath(location.pathname + location.search);
     addEventListener('popstate', on);
     return () => removeEventListener('popstate', on);
   }, []);

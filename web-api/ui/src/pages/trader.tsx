@@ -27,6 +27,13 @@ interface Calibration {
   ranked: boolean;
   as_of: string;
 }
+interface CopyFitness {
+  verdict: { overall: number; tone: 'good' | 'caution' | 'bad'; title: string; copyRecommended: boolean; copiesBadly: boolean; topTag: { label: string } };
+  hold_time_hours: { median: number | null } | null;
+  trades_per_week: number | null;
+  taker_share: number | null;
+  copy_flags: string[];
+}
 interface Position {
   market_title: string;
   outcome: string;
@@ -46,6 +53,7 @@ export function Trader({ id, me }: { id: string; me: Me['user'] }) {
   const full = me !== null && isAddress(id);
   const cal = useApi<Calibration>(full ? `/v1/trader/${id}/calibration` : null);
   const pos = useApi<{ rows: Position[] }>(full ? `/v1/trader/${id}/positions?limit=25` : null);
+  const fit = useApi<CopyFitness>(full ? `/v1/trader/${id}/copy-fitness` : null);
   return (
     <>
       <Loaded load={teaser}>
@@ -98,6 +106,24 @@ export function Trader({ id, me }: { id: string; me: Me['user'] }) {
       )}
       {full && (
         <>
+          <h2>Copy-fitness</h2>
+          {fit.state === 'error' && fit.error.code === 'plan_required' ? (
+            <p class="card" data-testid="locked">
+              Copy-fitness (the verdict, hold times, how the trades would copy) comes with a paid plan: {fit.error.message}. See your <a href="/account">account</a>.
+            </p>
+          ) : (
+            <Loaded load={fit}>
+              {(f) => (
+                <div class="cards" data-testid="copy-fitness">
+                  <Card label="Verdict" value={`${f.verdict.title} (${num(f.verdict.overall, 0)})`} />
+                  <Card label="Copy" value={f.verdict.copyRecommended ? 'recommended' : f.verdict.copiesBadly ? 'copies badly' : 'not recommended'} />
+                  <Card label="Top tag" value={f.verdict.topTag.label} />
+                  <Card label="Trades a week" value={num(f.trades_per_week, 1)} />
+                  <Card label="Taker share" value={f.taker_share === null ? '—' : pct(f.taker_share * 100)} />
+                </div>
+              )}
+            </Loaded>
+          )}
           <h2>Positions</h2>
           <Loaded load={pos}>
             {(p) => (
