@@ -268,6 +268,43 @@ describe('the web app', () => {
     await page.close();
   });
 
+  it('the account record: name and X username saved, an email change waits for its link, push opt-in registers the service worker, delete ends it all', async () => {
+    const context = await browser.newContext({ permissions: ['notifications'] });
+    const page = await context.newPage();
+    await page.goto(`${app.base}/signin`);
+    await page.fill('#email', 'record@example.com');
+    await page.click('button[type=submit]');
+    await page.click('[data-testid=dev-link]');
+    await page.waitForSelector('header button:has-text("Sign out")');
+    await page.goto(`${app.base}/account`);
+    await page.fill('input[name=display_name]', 'Record Keeper');
+    await page.fill('input[name=x_username]', 'record_keeper');
+    await page.click('button:has-text("Save")');
+    expect(await (await page.waitForSelector('[data-testid=profile-msg]')).textContent()).toBe('Saved.');
+    const me = (await page.evaluate(async () => (await fetch('/v1/auth/me')).json())) as { user: { display_name: string; x_username: string; email: string } };
+    expect(me.user).toMatchObject({ display_name: 'Record Keeper', x_username: 'record_keeper', email: 'record@example.com' });
+    await page.fill('input[name=email]', 'new-record@example.com');
+    await page.click('button:has-text("Save")');
+    await page.waitForSelector('[data-testid=profile-msg]:has-text("new-record@example.com")');
+    // the old email stays until the link is opened
+    expect(((await page.evaluate(async () => (await fetch('/v1/auth/me')).json())) as { user: { email: string } }).user.email).toBe('record@example.com');
+    await page.click('button:has-text("Turn on browser notifications")');
+    // the service worker is registered and active; subscribing needs the browser's push service (not reachable
+    // offline): either way the page says what happened
+    await page.waitForFunction(`navigator.serviceWorker.getRegistrations().then((r) => r.length === 1 && !!r[0].active)`);
+    await page.waitForSelector('[data-testid=profile-msg]');
+    expect((await page.textContent('[data-testid=profile-msg]'))!.length).toBeGreaterThan(5);
+    await page.screenshot({ path: join(SHOTS, 'account-record.png'), fullPage: true });
+    const cookies = await context.cookies();
+    page.once('dialog', (d) => void d.accept());
+    await page.click('button:has-text("Delete my account")');
+    await page.waitForSelector('header a:has-text("Sign in")');
+    // the old session no longer works
+    const sid = cookies.find((c) => c.name.includes('service_sid'))!;
+    expect((await fetch(`${app.base}/v1/auth/me`, { headers: { cookie: `${sid.name}=${sid.value}` } }).then((r) => r.json())) as { user: unknown }).toEqual({ user: null });
+    await context.close();
+  });
+
   it('search finds a trader and a market; the market page shows its teaser', async () => {
     const page = await browser.newPage();
     await page.goto(`${app.base}/`);

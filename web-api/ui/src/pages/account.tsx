@@ -4,6 +4,7 @@ import { useApi } from '../hooks.ts';
 import { count, usd } from '../format.ts';
 import { navigate } from '../router.ts';
 import { Loaded } from './shared.tsx';
+import { Profile } from './profile.tsx';
 
 interface Key {
   id: string;
@@ -158,6 +159,7 @@ export function Account({ me }: { me: Me['user'] }) {
       </Loaded>
       <h2>Sessions</h2>
       <button onClick={() => void logoutAll()}>Sign out everywhere</button>
+      <Profile />
     </>
   );
 }
