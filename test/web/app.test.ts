@@ -326,6 +326,13 @@ describe('the web app', () => {
     expect(await page.textContent('h1')).toBe(teaser.market_title);
     await page.screenshot({ path: join(SHOTS, 'market.png'), fullPage: true });
     await axe(page, 'market');
+    // an event: its questions as the public event view lists them
+    const [ev] = await v.conn.runAndReadAll(`SELECT e.slug FROM events e JOIN markets m USING (event_id) GROUP BY e.slug ORDER BY count(*) DESC, e.slug LIMIT 1`).then((r) => r.getRowObjectsJS() as { slug: string }[]);
+    await page.goto(`${app.base}/event/${ev!.slug}`);
+    await page.waitForSelector('[data-testid=questions] tbody tr');
+    const view = (await (await fetch(`${app.base}/v1/public/event/${ev!.slug}`)).json()) as { questions: { title: string }[] };
+    expect(await page.$$eval('[data-testid=questions] tbody tr td:first-child', (tds) => tds.map((t) => t.textContent))).toEqual(view.questions.map((q) => q.title));
+    await axe(page, 'event');
     await page.close();
   });
 

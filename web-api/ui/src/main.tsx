@@ -5,6 +5,7 @@ import { api, type Me } from './api.ts';
 import { interceptLinks, navigate, usePath } from './router.ts';
 import { Account } from './pages/account.tsx';
 import { Builder } from './pages/builder.tsx';
+import { EventPage } from './pages/event.tsx';
 import { Leaderboard } from './pages/leaderboard.tsx';
 import { Market, Search } from './pages/search.tsx';
 import { PresetBoard, Presets } from './pages/presets.tsx';
@@ -31,6 +32,7 @@ function App() {
   const trader = path.match(/^\/trader\/([^/]+)$/);
   const preset = path.match(/^\/presets\/([a-z0-9-]+)$/);
   const market = path.match(/^\/market\/([^/]+)$/);
+  const event = path.match(/^\/event\/([^/]+)$/);
   return (
     <>
       <header>
@@ -64,6 +66,8 @@ function App() {
           <p class="muted">Loading…</p>
         ) : trader ? (
           <Trader id={decodeURIComponent(trader[1]!)} me={me} />
+        ) : event ? (
+          <EventPage slug={decodeURIComponent(event[1]!)} />
         ) : market ? (
           <Market id={decodeURIComponent(market[1]!)} />
         ) : path === '/search' ? (

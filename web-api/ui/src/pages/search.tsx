@@ -34,7 +34,7 @@ export function Search({ q }: { q: string }) {
                       </>
                     ) : (
                       <>
-                        {r.title} <span class="muted">event · {r.category}</span>
+                        <a href={`/event/${r.slug}`}>{r.title}</a> <span class="muted">event · {r.category}</span>
                       </>
                     )}
                   </li>

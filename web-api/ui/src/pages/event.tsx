@@ -1,0 +1,69 @@
+import { useApi } from '../hooks.ts';
+import { count, usd } from '../format.ts';
+import { Loaded } from './shared.tsx';
+
+interface Question {
+  condition_id: string;
+  title: string;
+  yes_mid: number | null;
+  no_mid: number | null;
+  yes_mid_freshness: { class: string; source: string };
+  volume_24h_usdc: number;
+  fills_24h: number;
+  market_state: string;
+  winner_outcome: string;
+}
+interface EventView {
+  title: string;
+  category: string;
+  live: boolean;
+  ended: boolean;
+  questions: Question[];
+  totals: { volume_24h_usdc: number; fills_24h: number; traders_24h: number; open_questions: number };
+}
+
+/** An event (fixture): its questions with their mids (and how fresh), the day's flow, winners once resolved. */
+export function EventPage({ slug }: { slug: string }) {
+  const load = useApi<EventView>(`/v1/public/event/${encodeURIComponent(slug)}`);
+  return (
+    <Loaded load={load}>
+      {(e) => (
+        <>
+          <h1>{e.title}</h1>
+          <p class="muted">
+            {e.category} · {e.live ? 'live' : e.ended ? 'ended' : 'not started'} · 24 h: {usd(e.totals.volume_24h_usdc)}, {count(e.totals.fills_24h)} fills,{' '}
+            {count(e.totals.traders_24h)} traders
+          </p>
+          <table data-testid="questions">
+            <thead>
+              <tr>
+                <th scope="col">Question</th>
+                <th scope="col">State</th>
+                <th scope="col">YES mid</th>
+                <th scope="col">Mid</th>
+                <th scope="col">Volume 24 h</th>
+                <th scope="col">Winner</th>
+              </tr>
+            </thead>
+            <tbody>
+              {e.questions.map((q) => (
+                <tr key={q.condition_id}>
+                  <td>
+                    <a href={`/market/${q.condition_id}`}>{q.title}</a>
+                  </td>
+                  <td>{q.market_state}</td>
+                  <td>{q.yes_mid === null ? '—' : `${(q.yes_mid * 100).toFixed(1)}%`}</td>
+                  <td class="muted">
+                    {q.yes_mid_freshness.class} ({q.yes_mid_freshness.source === 'last_trade' ? 'last trade' : 'mid history'})
+                  </td>
+                  <td>{usd(q.volume_24h_usdc)}</td>
+                  <td>{q.winner_outcome || '—'}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </>
+      )}
+    </Loaded>
+  );
+}
