@@ -56,7 +56,8 @@ async function startService(env: Record<string, string>): Promise<{ base: string
   child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
   await new Promise<void>((ok, fail) => {
     const t = setInterval(() => {
-      if (/^API: /m.test(out)) {
+      // the line npm start prints once it listens ("Web app: <origin>/   API: <origin>/v1/openapi.json ...")
+      if (/API: http/.test(out)) {
         clearInterval(t);
         ok();
       }
