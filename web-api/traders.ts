@@ -18,10 +18,12 @@ import {
   POSITION_STATUSES,
   TraderActivity,
   TraderCalibration,
+  TraderPerformance,
   TraderPositions,
   copyFitness,
   traderActivity,
   traderCalibration,
+  traderPerformance,
   traderPositions,
 } from '../core/trader/index.ts';
 import { ApiError } from './errors.ts';
@@ -60,6 +62,15 @@ export function traderRouter(deps: TraderRouterDeps): express.Router {
     const proxy = proxyOf(req);
     const q = CalibrationQuery.parse(req.query);
     const body = await traderCalibration(deps.db, proxy, deps.now(), q.scope);
+    if (!body) throw notFound(proxy);
+    res.json(body);
+  });
+
+  router.get('/:proxy/performance', async (req, res) => {
+    requireAuth(res);
+    const proxy = proxyOf(req);
+    z.object({}).strict().parse(req.query);
+    const body = await traderPerformance(deps.db, proxy, deps.now());
     if (!body) throw notFound(proxy);
     res.json(body);
   });
@@ -129,6 +140,14 @@ export function traderOpenApiPaths(): Record<string, unknown> {
         responses: { ...ok('calibration record', 'TraderCalibration'), ...errorRefs(400, 401, 404, 500) },
       },
     },
+    '/v1/trader/{proxy}/performance': {
+      get: {
+        summary: "A trader's daily P&L over the risk window (with its running sum), risk statistics, alpha and smart-money tags, from the analytics build",
+        description: 'API key or session. Figures as of the build (`as_of`); null where unmeasured.',
+        parameters: [proxyParam],
+        responses: { ...ok('performance', 'TraderPerformance'), ...errorRefs(400, 401, 404, 500) },
+      },
+    },
     '/v1/trader/{proxy}/positions': {
       get: {
         summary: "A trader's positions with status and winner_outcome, newest activity first (cursor paging)",
@@ -167,6 +186,7 @@ export function traderOpenApiPaths(): Record<string, unknown> {
 export function traderOpenApiSchemas(): Record<string, unknown> {
   return {
     TraderCalibration: jsonSchema(TraderCalibration),
+    TraderPerformance: jsonSchema(TraderPerformance),
     TraderPositions: jsonSchema(TraderPositions),
     TraderActivity: jsonSchema(TraderActivity),
     TraderCopyFitness: jsonSchema(CopyFitness),

@@ -19,6 +19,7 @@ export { BUDGET_RULES, COPY_RULES, FEED_LIMIT, PLAYBOOK_RULES, TOP_ROI_RULE } fr
 export { resolveTrader, walletPositionsSql, walletScopeSql, type TraderIdentity } from './identity.ts';
 export { Tone, Verdict, COPY_FLAGS, copyFlags, verdictFor, type CopyFlag, type VerdictInputs } from './verdict.ts';
 export { TraderCalibration, TraderCalibrationBin, traderCalibration } from './calibration.ts';
+export { TraderPerformance, traderPerformance } from './performance.ts';
 export {
   POSITION_STATUSES,
   TraderPosition,

@@ -144,6 +144,11 @@ describe('the web app', () => {
       expect(cy).toBeCloseTo(360 - 46 - plotted[i]!.observed * 268, 6);
     });
     await page.waitForSelector('main table');
+    // P&L over time: the chart holds the API's series
+    const perf = (await page.evaluate(async (p) => (await fetch(`/v1/trader/${p}/performance`)).json(), proxy)) as { daily: { cumulative_pnl: number }[] };
+    const chart = await page.waitForSelector('[data-testid=pnl-chart] canvas').then(() => page.$('[data-testid=pnl-chart]'));
+    expect(Number(await chart!.getAttribute('data-points'))).toBe(perf.daily.length);
+    expect(Number(await chart!.getAttribute('data-last'))).toBeCloseTo(perf.daily[perf.daily.length - 1]!.cumulative_pnl, 6);
     // copy-fitness is paid: a free plan sees what the plan unlocks, in the service's words, not a failure
     expect(await (await page.waitForSelector('[data-testid=locked]')).textContent()).toMatch(/paid plan: .*plan/i);
     await page.screenshot({ path: join(SHOTS, 'trader.png'), fullPage: true });
@@ -334,6 +339,31 @@ describe('the web app', () => {
     expect(await page.$$eval('[data-testid=questions] tbody tr td:first-child', (tds) => tds.map((t) => t.textContent))).toEqual(view.questions.map((q) => q.title));
     await axe(page, 'event');
     await page.close();
+  });
+
+  it('GET /v1/trader/{proxy}/performance: the build\'s daily P&L with its running sum, risk, alpha and tags; auth and errors', async () => {
+    const [w] = await v.conn.runAndReadAll(`SELECT w.address, w.wallet_id FROM a_risk r JOIN wallets w USING (wallet_id) WHERE r.sharpe IS NOT NULL ORDER BY r.risk_days DESC, w.wallet_id LIMIT 1`).then((r) => r.getRowObjectsJS() as { address: string; wallet_id: number }[]);
+    const { key } = app.keyFor('free');
+    const get = (path: string, auth = true) => fetch(`${app.base}${path}`, { headers: auth ? { authorization: `Bearer ${key}` } : {} });
+    const r = await get(`/v1/trader/${w!.address}/performance`);
+    expect(r.status).toBe(200);
+    const body = (await r.json()) as { daily: { day: string; pnl: number; cumulative_pnl: number }[]; risk: { sharpe: number }; alpha: { alpha_24h_cents: number | null }; smart_money_tags: string[]; as_of: string };
+    // the same rows, read here with SQL of their own, and the running sum by hand
+    const rows = await v.conn.runAndReadAll(`SELECT epoch_ms(day) AS d, pnl FROM a_risk_daily WHERE wallet_id = ${w!.wallet_id} ORDER BY day`).then((x) => x.getRowObjectsJS() as { d: bigint; pnl: number }[]);
+    expect(body.daily.map((d) => Date.parse(d.day))).toEqual(rows.map((x) => Number(x.d)));
+    let sum = 0;
+    body.daily.forEach((d, i) => {
+      sum += rows[i]!.pnl;
+      expect(d.pnl).toBe(rows[i]!.pnl);
+      expect(d.cumulative_pnl).toBeCloseTo(sum, 9);
+    });
+    const [risk] = await v.conn.runAndReadAll(`SELECT sharpe FROM a_risk WHERE wallet_id = ${w!.wallet_id}`).then((x) => x.getRowObjectsJS() as { sharpe: number }[]);
+    expect(body.risk.sharpe).toBe(risk!.sharpe);
+    expect(body.as_of).toBe(AS_OF.toISOString());
+    expect((await get(`/v1/trader/${w!.address}/performance`, false)).status).toBe(401);
+    expect((await get(`/v1/trader/0x00000000000000000000000000000000000000aa/performance`)).status).toBe(404);
+    expect((await get(`/v1/trader/nope/performance`)).status).toBe(400);
+    expect((await get(`/v1/trader/${w!.address}/performance?x=1`)).status).toBe(400);
   });
 
   it('shows an API error in the service\'s words, not a blank page', async () => {

@@ -2,6 +2,7 @@ import type { Me } from '../api.ts';
 import { useApi } from '../hooks.ts';
 import { count, num, pct, usd } from '../format.ts';
 import { Reliability, type Bin } from './reliability.tsx';
+import { PnlChart, type DailyPnl } from './pnl-chart.tsx';
 import { Loaded } from './shared.tsx';
 
 interface Teaser {
@@ -26,6 +27,13 @@ interface Calibration {
   n_markets: number;
   ranked: boolean;
   as_of: string;
+}
+interface Performance {
+  as_of: string;
+  daily: DailyPnl[];
+  risk: { sharpe: number | null; sortino: number | null; max_drawdown: number | null; risk_days: number };
+  alpha: { alpha_1h_cents: number | null; alpha_24h_cents: number | null; alpha_res_cents: number | null };
+  smart_money_tags: string[];
 }
 interface CopyFitness {
   verdict: { overall: number; tone: 'good' | 'caution' | 'bad'; title: string; copyRecommended: boolean; copiesBadly: boolean; topTag: { label: string } };
@@ -54,6 +62,7 @@ export function Trader({ id, me }: { id: string; me: Me['user'] }) {
   const cal = useApi<Calibration>(full ? `/v1/trader/${id}/calibration` : null);
   const pos = useApi<{ rows: Position[] }>(full ? `/v1/trader/${id}/positions?limit=25` : null);
   const fit = useApi<CopyFitness>(full ? `/v1/trader/${id}/copy-fitness` : null);
+  const perf = useApi<Performance>(full ? `/v1/trader/${id}/performance` : null);
   return (
     <>
       <Loaded load={teaser}>
@@ -106,6 +115,23 @@ export function Trader({ id, me }: { id: string; me: Me['user'] }) {
       )}
       {full && (
         <>
+          <h2>P&amp;L over time, risk and alpha</h2>
+          <Loaded load={perf}>
+            {(p) => (
+              <>
+                <PnlChart daily={p.daily} />
+                <div class="cards" data-testid="performance">
+                  <Card label="Sharpe (annualized)" value={p.risk.sharpe === null ? 'unmeasured' : num(p.risk.sharpe)} />
+                  <Card label="Sortino" value={p.risk.sortino === null ? 'unmeasured' : num(p.risk.sortino)} />
+                  <Card label="Max drawdown" value={p.risk.max_drawdown === null ? 'unmeasured' : pct(p.risk.max_drawdown * 100, 1)} />
+                  <Card label="Alpha 1 h" value={p.alpha.alpha_1h_cents === null ? '—' : `${num(p.alpha.alpha_1h_cents)}¢`} />
+                  <Card label="Alpha 24 h" value={p.alpha.alpha_24h_cents === null ? '—' : `${num(p.alpha.alpha_24h_cents)}¢`} />
+                  <Card label="Alpha to resolution" value={p.alpha.alpha_res_cents === null ? '—' : `${num(p.alpha.alpha_res_cents)}¢`} />
+                  <Card label="Tags" value={p.smart_money_tags.length ? p.smart_money_tags.join(', ') : 'none'} />
+                </div>
+              </>
+            )}
+          </Loaded>
           <h2>Copy-fitness</h2>
           {fit.state === 'error' && fit.error.code === 'plan_required' ? (
             <p class="card" data-testid="locked">
