@@ -493,13 +493,13 @@ describe('documented errors', () => {
 });
 
 describe('OpenAPI pieces', () => {
-  it('four path items and their component schemas, generated from the response schemas', () => {
+  it('five path items and their component schemas, generated from the response schemas', () => {
     const paths = traderOpenApiPaths() as Record<string, { get: { parameters: { name: string }[]; responses: Record<string, unknown> } }>;
-    expect(Object.keys(paths).sort()).toEqual(['/v1/trader/{proxy}/activity', '/v1/trader/{proxy}/calibration', '/v1/trader/{proxy}/copy-fitness', '/v1/trader/{proxy}/positions']);
+    expect(Object.keys(paths).sort()).toEqual(['/v1/trader/{proxy}/activity', '/v1/trader/{proxy}/calibration', '/v1/trader/{proxy}/copy-fitness', '/v1/trader/{proxy}/performance', '/v1/trader/{proxy}/positions']);
     expect(Object.keys(paths['/v1/trader/{proxy}/activity']!.get.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '403', '404']));
     expect(paths['/v1/trader/{proxy}/positions']!.get.parameters.map((p) => p.name)).toEqual(['proxy', 'status', 'limit', 'cursor']);
     const schemas = traderOpenApiSchemas() as Record<string, { properties: Record<string, unknown>; required: string[] }>;
-    expect(Object.keys(schemas).sort()).toEqual(['TraderActivity', 'TraderCalibration', 'TraderCopyFitness', 'TraderPositions']);
+    expect(Object.keys(schemas).sort()).toEqual(['TraderActivity', 'TraderCalibration', 'TraderCopyFitness', 'TraderPerformance', 'TraderPositions']);
     const cal = schemas.TraderCalibration!;
     expect(Object.keys(cal.properties).sort()).toEqual(Object.keys(TraderCalibration.shape).sort());
     for (const k of ['proxy_wallet', 'bins', 'n_total']) expect(cal.required).toContain(k);
