@@ -530,7 +530,8 @@ export function normalizedWeights(weights: RankingConfig['weights']): Record<str
   return Object.fromEntries(entries.map(([k, w]) => [k, w / sum]));
 }
 
-function explainGates(cfg: RankingConfig, { cohort, counts, scored, total }: ExplainCounts) {
+/** The explain funnel of a config from its counts: cohort → each gate → scored → one row per user. */
+export function explainGates(cfg: RankingConfig, { cohort, counts, scored, total }: ExplainCounts) {
   const gates: RankingResponse['explain']['gates'] = [];
   let before = cohort;
   cfg.gates.forEach((g, i) => {

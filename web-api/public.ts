@@ -51,6 +51,10 @@ import {
   publicTopRoi,
   publicTraderTeaser,
   traderRef,
+  PublicBoard,
+  PublicBoards,
+  publicBoard,
+  publicBoards,
 } from '../core/public/index.ts';
 import type { QueryRunner } from '../core/query.ts';
 import { TOP_ROI_RULE } from '../core/trader/index.ts';
@@ -214,6 +218,24 @@ export function publicRouter(deps: PublicDeps): Router {
     }, cached(PUBLIC_CACHE_SECONDS.leaderboard)),
   );
 
+  // every preset's board, anonymously, with its gates funnel (the web app's public preset pages)
+  router.get(
+    '/boards',
+    get(PUBLIC_CACHE_SECONDS.leaderboard, async (req) => {
+      NoQuery.parse(req.query);
+      return publicBoards();
+    }, cached(PUBLIC_CACHE_SECONDS.leaderboard)),
+  );
+
+  router.get(
+    '/boards/:slug',
+    get(PUBLIC_CACHE_SECONDS.leaderboard, async (req) => {
+      const slug = SlugParam.parse(param(req, 'slug'));
+      const q = LeaderboardQuery.parse(req.query);
+      return publicBoard(deps.db, slug, deps.now(), q.limit, tids);
+    }, cached(PUBLIC_CACHE_SECONDS.leaderboard)),
+  );
+
   router.get(
     '/pulse',
     get(PUBLIC_CACHE_SECONDS.pulse, async (req) => {
@@ -253,6 +275,8 @@ export function publicOpenApiSchemas(): Record<string, unknown> {
     PublicEventSearchResult: jsonSchema(EventSearchResult),
     PublicLeaderboard: jsonSchema(PublicLeaderboard),
     PublicLeaderboardRow: jsonSchema(LeaderboardRow),
+    PublicBoards: jsonSchema(PublicBoards),
+    PublicBoard: jsonSchema(PublicBoard),
     PublicPulse: jsonSchema(PublicPulse),
     PublicFounding: jsonSchema(PublicFounding),
     PublicReferrer: jsonSchema(PublicReferrer),
@@ -350,6 +374,17 @@ export function publicOpenApiPaths(): Record<string, unknown> {
         summary: 'Anonymous top of the default preset board, with calibration_excess_z (null: unmeasured)',
         parameters: [q('limit', 'rows', intRange(LEADERBOARD_LIMIT))],
         responses: { ...ok('leaderboard', 'PublicLeaderboard', C.leaderboard), ...errors(400, 500, 503) },
+      },
+    },
+    '/v1/public/boards': {
+      get: { ...PUBLIC, summary: 'The preset boards (slug, title, purpose)', parameters: [], responses: { ...ok('presets', 'PublicBoards', C.leaderboard), ...errors(400, 500) } },
+    },
+    '/v1/public/boards/{slug}': {
+      get: {
+        ...PUBLIC,
+        summary: "Anonymous top of a preset's board with its gates funnel (cohort → each gate → scored → one row per user)",
+        parameters: [path('slug', 'a preset slug (GET /v1/public/boards)'), q('limit', 'rows', intRange(LEADERBOARD_LIMIT))],
+        responses: { ...ok('board', 'PublicBoard', C.leaderboard), ...errors(400, 404, 500, 503) },
       },
     },
     '/v1/public/pulse': {

@@ -67,5 +67,5 @@ export {
   publicSearch,
   searchKindOf,
 } from './search.ts';
-export { LEADERBOARD_LIMIT, LeaderboardQuery, LeaderboardRow, PublicLeaderboard, publicLeaderboard } from './leaderboard.ts';
+export { LEADERBOARD_LIMIT, LeaderboardQuery, LeaderboardRow, PublicBoard, PublicBoards, PublicLeaderboard, publicBoard, publicBoards, publicLeaderboard } from './leaderboard.ts';
 export { PublicPulse, publicPulse } from './pulse.ts';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { MIN_RESOLVED_MARKETS } from '../calibration.ts';
 import type { AsOf, QueryRunner } from '../query.ts';
-import { presetBySlug } from '../rankings.ts';
+import { PRESETS, RankingConfig, explainGates, presetBySlug } from '../rankings.ts';
 import { PUBLIC_BOARD, ageSeconds, count, int0, intParam, maybe, num, num0, publicT, requireBuild, safeLabel, sqlStr, str, usd } from './shared.ts';
 import type { TidIndex } from './tids.ts';
 
@@ -44,11 +44,11 @@ export const LeaderboardQuery = z.strictObject({ limit: intParam(LEADERBOARD_LIM
  * calibration z with its percentile, both null for a wallet under MIN_RESOLVED_MARKETS resolved markets (unmeasured:
  * never 0 and never a bottom rank).
  */
-export async function publicLeaderboard(db: QueryRunner, now: AsOf, limitIn: number | undefined, tids: TidIndex): Promise<PublicLeaderboard> {
+export async function publicLeaderboard(db: QueryRunner, now: AsOf, limitIn: number | undefined, tids: TidIndex, slug: string = PUBLIC_BOARD): Promise<PublicLeaderboard> {
   const { limit } = LeaderboardQuery.parse({ limit: limitIn });
   const build = await requireBuild(db, true);
   const T = publicT(now, build);
-  const preset = presetBySlug(PUBLIC_BOARD);
+  const preset = presetBySlug(slug);
   const rows = await db.all<Record<string, unknown>>(
     `SELECT b.rank, b.address, b.username, b.pseudonym, b.verified, b.composite_score, b.realized_pnl, b.lifetime_volume_usdc,
       b.trade_count, b.win_rate_pct, b.n_resolved_markets, b.calibration_ranked, b.calibration_excess_z, m.calibration_excess_z_pctile
@@ -82,4 +82,41 @@ export async function publicLeaderboard(db: QueryRunner, now: AsOf, limitIn: num
     snapshot_age_seconds: ageSeconds(T, build),
     as_of: build.toISOString(),
   };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Every preset's board, anonymously (the web app's public preset pages)
+// ---------------------------------------------------------------------------------------------------------------
+
+export const PublicBoard = PublicLeaderboard.extend({
+  purpose: z.string(),
+  /** cohort → each gate → scored → one row per user, as the build counted them */
+  explain: z.strictObject({
+    cohort_size: count,
+    gates: z.array(z.strictObject({ label: z.string(), condition: z.string(), dropped: count, remaining: count })),
+  }),
+});
+export type PublicBoard = z.infer<typeof PublicBoard>;
+
+export const PublicBoards = z.strictObject({
+  presets: z.array(z.strictObject({ slug: z.string(), title: z.string(), purpose: z.string() })),
+});
+export type PublicBoards = z.infer<typeof PublicBoards>;
+
+export function publicBoards(): PublicBoards {
+  return { presets: PRESETS.map((p) => ({ slug: p.slug, title: p.title, purpose: p.purpose })) };
+}
+
+/** A preset's board as the leaderboard shows the default one (tids, masked identity), with its gates funnel. */
+export async function publicBoard(db: QueryRunner, slug: string, now: AsOf, limitIn: number | undefined, tids: TidIndex): Promise<PublicBoard> {
+  const preset = presetBySlug(slug);
+  const board = await publicLeaderboard(db, now, limitIn, tids, preset.slug);
+  const [m] = await db.all<{ cohort_size: number; gate_counts: number[]; scored: number; total_rows: number }>(
+    `SELECT cohort_size, gate_counts, scored, total_rows FROM a_board_meta WHERE preset = ${sqlStr(preset.slug)}`,
+  );
+  const cfg = RankingConfig.parse(preset.config);
+  const gates = m
+    ? explainGates(cfg, { cohort: int0(m.cohort_size), counts: (m.gate_counts ?? []).map((x) => int0(x)), scored: int0(m.scored), total: int0(m.total_rows) })
+    : [];
+  return { ...board, purpose: preset.purpose, explain: { cohort_size: int0(m?.cohort_size), gates } };
 }

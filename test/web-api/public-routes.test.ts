@@ -13,6 +13,7 @@ import { getAddress } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { fullBuild } from '../../core/analytics/build.ts';
+import { PRESETS } from '../../core/rankings.ts';
 import { PUBLIC_BOARD, TidIndex } from '../../core/public/index.ts';
 import { tsLiteral, type ColumnarRunner, type QueryRunner } from '../../core/query.ts';
 import { traderTid } from '../../core/trader/index.ts';
@@ -580,6 +581,30 @@ describe('leaderboard', () => {
   });
 });
 
+describe('preset boards (public)', () => {
+  it('lists the ten presets; each board is a_board\'s top rows by tid with a_board_meta\'s funnel, no wallet in it', async () => {
+    const list = (await getJson('/boards', PUBLIC_CACHE_SECONDS.leaderboard)) as { presets: { slug: string }[] };
+    expect(list.presets.map((p) => p.slug)).toEqual(PRESETS.map((p) => p.slug));
+    for (const { slug } of list.presets.slice(0, 3)) {
+      const body = (await getJson(`/boards/${slug}?limit=10`)) as { preset: string; rows: { rank: number; tid: string }[]; total_rows: number; explain: { cohort_size: number; gates: { remaining: number; dropped: number }[] } };
+      expectNoWallet(body);
+      expect(body.preset).toBe(slug);
+      const top = await rows<{ rank: number; address: string }>(`SELECT rank, address FROM a_board WHERE preset = '${slug}' AND rank <= 10 ORDER BY rank`);
+      expect(body.rows.map((r) => [r.rank, r.tid])).toEqual(top.map((r) => [r.rank, traderTid(TID_KEY, r.address)]));
+      const [meta] = await rows<{ cohort_size: number; gate_counts: number[]; scored: number; total_rows: number }>(`SELECT * FROM a_board_meta WHERE preset = '${slug}'`);
+      expect(body.explain.cohort_size).toBe(Number(meta!.cohort_size));
+      // the funnel: each gate's remaining is the build's count, and each drop the difference from the stage before
+      const remaining = [...meta!.gate_counts.map(Number), Number(meta!.scored), Number(meta!.total_rows)];
+      expect(body.explain.gates.map((g) => g.remaining)).toEqual(remaining);
+      expect(body.explain.gates.map((g) => g.dropped)).toEqual(remaining.map((r, i) => (i === 0 ? Number(meta!.cohort_size) : remaining[i - 1]!) - r));
+      expect(body.total_rows).toBe(Number(meta!.total_rows));
+    }
+    expect((await expectError('/boards/no-such-preset', 404, 'not_found')).reason).toMatch(/valid presets: /);
+    await expectError(`/boards/${PRESETS[0]!.slug}?limit=26`, 400, 'invalid_request');
+    await expectError('/boards?x=1', 400, 'invalid_request');
+  });
+});
+
 describe('pulse, founding, referrer', () => {
   it('pulse equals the venue over the last 24 h', async () => {
     const body = DesignPulse.parse(await getJson('/pulse', PUBLIC_CACHE_SECONDS.pulse));
@@ -656,7 +681,7 @@ describe('OpenAPI fragments', () => {
   it('every route has a path item, and every $ref resolves', () => {
     const paths = publicOpenApiPaths();
     expect(Object.keys(paths).sort()).toEqual(
-      ['event/{slug}', 'referrer', 'market/{id}', 'trader/{proxy}', 'trades/top-roi', 'events/top', 'search', 'leaderboard', 'pulse', 'founding'].map((p) => `/v1/public/${p}`).sort(),
+      ['event/{slug}', 'referrer', 'market/{id}', 'trader/{proxy}', 'trades/top-roi', 'events/top', 'search', 'leaderboard', 'boards', 'boards/{slug}', 'pulse', 'founding'].map((p) => `/v1/public/${p}`).sort(),
     );
     const schemas = publicOpenApiSchemas();
     const refs = [...JSON.stringify(paths).matchAll(/"#\/components\/schemas\/([A-Za-z]+)"/g)].map((m) => m[1]!);

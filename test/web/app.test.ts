@@ -94,6 +94,19 @@ describe('the web app', () => {
     expect(await page.textContent('main')).toContain('Sign in to see the calibration record');
     await page.screenshot({ path: join(SHOTS, 'trader-teaser.png'), fullPage: true });
     await axe(page, 'trader teaser');
+    // every preset with its gates funnel, without signing in (the public boards)
+    await page.goto(`${app.base}/presets`);
+    await page.waitForSelector('main ul a');
+    const slugs = await page.$$eval('main ul a', (as) => as.map((a) => a.getAttribute('href')));
+    expect(slugs.length).toBe(10);
+    await page.goto(`${app.base}${slugs[1]}`);
+    await page.waitForSelector('[data-testid=public-board] tbody tr');
+    const board = (await (await fetch(`${app.base}/v1/public/boards/${slugs[1]!.split('/').pop()}?limit=25`)).json()) as { rows: { tid: string }[]; explain: { gates: { label: string; remaining: number }[] } };
+    const funnel = await page.$$eval('[data-testid=funnel] li', (lis) => lis.map((li) => [...li.querySelectorAll('span')].map((x) => x.textContent ?? '')));
+    expect(funnel.slice(1).map((f) => f[0])).toEqual(board.explain.gates.map((g) => g.label));
+    expect(funnel.slice(1).map((f) => Number(f[2]!.replace(/,/g, '')))).toEqual(board.explain.gates.map((g) => g.remaining));
+    expect(await page.$$eval('[data-testid=public-board] tbody tr a', (as) => as.map((a) => a.getAttribute('href')))).toEqual(board.rows.map((r) => `/trader/${r.tid}`));
+    await axe(page, 'public preset');
     await page.close();
   });
 

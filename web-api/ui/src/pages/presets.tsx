@@ -15,17 +15,74 @@ interface Ranking {
   explain: { cohort_size: number; gates: { label: string; condition: string; dropped: number; remaining: number }[] };
 }
 
-function SignInFirst() {
+function Funnel({ explain }: { explain: Ranking['explain'] }) {
   return (
-    <p class="muted">
-      <a href="/signin">Sign in</a> to open the ten preset boards, their gates and the full records of the traders on them.
-    </p>
+    <ol class="funnel" data-testid="funnel">
+      <li>
+        <span>Cohort</span>
+        <span class="bar" style={{ width: '100%' }} />
+        <span>{count(explain.cohort_size)}</span>
+      </li>
+      {explain.gates.map((g) => (
+        <li key={g.label} title={g.condition}>
+          <span>{g.label}</span>
+          <span class="bar" style={{ width: `${explain.cohort_size ? (100 * g.remaining) / explain.cohort_size : 0}%` }} />
+          <span>{count(g.remaining)}</span>
+        </li>
+      ))}
+    </ol>
   );
 }
 
-export function Presets({ me }: { me: Me['user'] }) {
-  const load = useApi<{ presets: Preset[] }>(me ? '/v1/rankings/presets' : null);
-  if (!me) return (<><h1>Presets</h1><SignInFirst /></>);
+function PublicPresetBoard({ slug }: { slug: string }) {
+  const load = useApi<PublicBoard>(`/v1/public/boards/${encodeURIComponent(slug)}?limit=25`);
+  return (
+    <Loaded load={load}>
+      {(b) => (
+        <>
+          <h1>{b.title}</h1>
+          <p class="muted">
+            {b.purpose} <a href="/signin">Sign in</a> for the traders' full records.
+          </p>
+          <h2>Gates</h2>
+          <Funnel explain={b.explain} />
+          <h2>
+            Top {b.rows.length} of {count(b.total_rows)}
+          </h2>
+          <table data-testid="public-board">
+            <thead>
+              <tr>
+                <th scope="col">#</th>
+                <th scope="col">Trader</th>
+                <th scope="col">Score</th>
+                <th scope="col">Realized P&amp;L</th>
+                <th scope="col">Trades</th>
+                <th scope="col">Win rate</th>
+              </tr>
+            </thead>
+            <tbody>
+              {b.rows.map((r) => (
+                <tr key={r.tid}>
+                  <td>{r.rank}</td>
+                  <td>
+                    <a href={`/trader/${r.tid}`}>{r.wallet_label}</a>
+                  </td>
+                  <td>{num(r.composite_score, 1)}</td>
+                  <td>{usd(r.realized_pnl)}</td>
+                  <td>{count(r.trade_count)}</td>
+                  <td>{pct(r.win_rate_pct)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </>
+      )}
+    </Loaded>
+  );
+}
+
+export function Presets(_: { me: Me['user'] }) {
+  const load = useApi<{ presets: Preset[] }>('/v1/public/boards');
   return (
     <>
       <h1>Presets</h1>
@@ -44,10 +101,24 @@ export function Presets({ me }: { me: Me['user'] }) {
   );
 }
 
-/** One preset: the gates funnel (cohort → each gate → scored → one row per user) and the top of the board. */
+interface PublicBoard {
+  title: string;
+  purpose: string;
+  total_rows: number;
+  rows: { rank: number; tid: string; wallet_label: string; composite_score: number; realized_pnl: number; trade_count: number; win_rate_pct: number | null }[];
+  explain: Ranking['explain'];
+}
+
+/**
+ * One preset: the gates funnel (cohort → each gate → scored → one row per user) and the top of the board. Signed in,
+ * the full board (traders by address: their full record); otherwise the public one (traders by tid).
+ */
 export function PresetBoard({ slug, me }: { slug: string; me: Me['user'] }) {
-  const load = useApi<Ranking>(me ? `/v1/rankings/preset/${encodeURIComponent(slug)}?limit=25` : null);
-  if (!me) return (<><h1>{slug}</h1><SignInFirst /></>);
+  return me ? <FullPresetBoard slug={slug} /> : <PublicPresetBoard slug={slug} />;
+}
+
+function FullPresetBoard({ slug }: { slug: string }) {
+  const load = useApi<Ranking>(`/v1/rankings/preset/${encodeURIComponent(slug)}?limit=25`);
   return (
     <>
       <h1>{slug}</h1>
@@ -55,20 +126,7 @@ export function PresetBoard({ slug, me }: { slug: string; me: Me['user'] }) {
         {(r) => (
           <>
             <h2>Gates</h2>
-            <ol class="funnel" data-testid="funnel">
-              <li>
-                <span>Cohort</span>
-                <span class="bar" style={{ width: '100%' }} />
-                <span>{count(r.explain.cohort_size)}</span>
-              </li>
-              {r.explain.gates.map((g) => (
-                <li key={g.label} title={g.condition}>
-                  <span>{g.label}</span>
-                  <span class="bar" style={{ width: `${r.explain.cohort_size ? (100 * g.remaining) / r.explain.cohort_size : 0}%` }} />
-                  <span>{count(g.remaining)}</span>
-                </li>
-              ))}
-            </ol>
+            <Funnel explain={r.explain} />
             <h2>Top {r.rows.length} of {count(r.total_rows)}</h2>
             <table>
               <thead>
