@@ -418,5 +418,11 @@ export function accountRouter(deps: AuthDeps): Router {
     res.json({ plan: { ...plan, features: [...plan.features] } });
   });
 
+  // API requests this month against the plan (API-key traffic is what counts; this read does not add to it)
+  r.get('/account/usage', async (_req, res) => {
+    const p = requireAuth(res);
+    res.json({ plan: p.plan, api_requests: await deps.limiter.monthlyUsage(p.userId, p.plan), requests_per_minute: PLANS[p.plan].requests_per_minute });
+  });
+
   return r;
 }

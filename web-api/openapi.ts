@@ -289,6 +289,12 @@ function accountPaths(): Record<string, unknown> {
     '/v1/api-keys/{id}': { delete: { summary: 'Revoke a key', parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }], responses: { '200': json('revoked', { type: 'object', properties: { ok: { const: true }, id: { type: 'string' }, revoked: { const: true } } }), ...errors(400, 401, 404, 500) } } },
     '/v1/account/invite': { get: { summary: 'Your invite code (resolved publicly by /v1/public/referrer)', responses: { '200': json('invite', { type: 'object', required: ['code', 'url'], properties: { code: { type: 'string' }, url: { type: 'string' } } }), ...errors(401, 429, 500) } } },
     '/v1/account/plan': { get: { summary: 'Your plan: features and limits', responses: { '200': json('plan', { type: 'object', required: ['plan'] }), ...errors(401, 429, 500) } } },
+    '/v1/account/usage': {
+      get: {
+        summary: 'Your API requests this calendar month (UTC) against the plan (read without counting)',
+        responses: { '200': json('usage', { type: 'object', required: ['plan', 'api_requests', 'requests_per_minute'] }), ...errors(401, 429, 500) },
+      },
+    },
   };
 }
 

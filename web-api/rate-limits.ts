@@ -62,6 +62,14 @@ export class RateLimiter {
     return { count, remaining: rule.limit - count, resetMs: w.end };
   }
 
+  /** A user's API requests this calendar month (UTC) against the plan, read without counting. */
+  async monthlyUsage(userId: string, planId: keyof typeof PLANS): Promise<{ used: number; limit: number; month_start: string; resets_at: string }> {
+    const plan = PLANS[planId];
+    const month = windowOf(this.now().getTime(), 'month');
+    const used = await this.store.peek(`key-month:${userId}`, month.start);
+    return { used: Math.min(used, plan.requests_per_month), limit: plan.requests_per_month, month_start: new Date(month.start).toISOString(), resets_at: new Date(month.end).toISOString() };
+  }
+
   /**
    * Middleware for authenticated /v1/* traffic: key traffic pays against the plan's per-minute rate and monthly
    * quota, both per user (so more keys do not mean more rate), and every response says how much is left; sessions

@@ -213,6 +213,10 @@ describe('the web app', () => {
     await page.reload();
     await page.waitForSelector('[data-testid=keys] tbody tr');
     expect(await page.textContent('main')).not.toContain(secret);
+    // usage against the plan: the one request made with the key counts (reading the usage does not)
+    const usage = (await page.evaluate(async () => (await fetch('/v1/account/usage')).json())) as { api_requests: { used: number; limit: number } };
+    expect(usage.api_requests.used).toBe(1);
+    expect(await page.textContent('[data-testid=usage]')).toContain(`${usage.api_requests.used} of ${usage.api_requests.limit.toLocaleString('en-US')}`);
     const row = await page.$('[data-testid=keys] tbody tr:has-text("laptop")');
     expect(secret.startsWith(((await row!.$eval('code', (c) => c.textContent ?? '')) as string).replace('…', ''))).toBe(true);
     await page.click('button[aria-label="Revoke laptop"]');

@@ -22,6 +22,7 @@ interface Plan {
 export function Account({ me }: { me: Me['user'] }) {
   const [reload, setReload] = useState(0);
   const plan = useApi<Plan>(me ? '/v1/account/plan' : null);
+  const usage = useApi<{ api_requests: { used: number; limit: number; resets_at: string } }>(me ? `/v1/account/usage?r=${reload}` : null);
   const keys = useApi<{ rows: Key[] }>(me ? `/v1/api-keys?r=${reload}` : null);
   const [label, setLabel] = useState('');
   const [minted, setMinted] = useState<{ label: string; key: string } | null>(null);
@@ -100,6 +101,15 @@ export function Account({ me }: { me: Me['user'] }) {
               <div class="value">{count(p.plan.webhook_events_per_month)}</div>
             </div>
           </div>
+        )}
+      </Loaded>
+      <Loaded load={usage}>
+        {(u) => (
+          <p data-testid="usage">
+            API requests this month: <strong>{count(u.api_requests.used)}</strong> of {count(u.api_requests.limit)}{' '}
+            <meter min={0} max={u.api_requests.limit} value={u.api_requests.used} aria-label="API requests used this month" /> (resets{' '}
+            {new Date(u.api_requests.resets_at).toUTCString()})
+          </p>
         )}
       </Loaded>
       <h2>API keys</h2>
