@@ -327,7 +327,12 @@ if (env.LIVE_TAIL === 'on') {
   const venueLookup = new VenueLookup(apiDb);
   await venueLookup.load();
   // the web app at / (npm install built it; a source newer than the build, or no build, is built now)
-  if (uiStale()) console.log(`  web app built in ${(await buildUi()).toFixed(1)} s`);
+  if (uiStale()) {
+    await buildUi().then(
+      (s) => console.log(`  web app built in ${s.toFixed(1)} s`),
+      (e: Error) => console.error(`  web app not built (${e.message.split('\n')[0]}): the API is served without it`),
+    );
+  }
   const api = createApp({
     webhooks,
     push,

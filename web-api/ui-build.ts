@@ -49,8 +49,17 @@ export function uiRouter(): express.Router {
   return router;
 }
 
-// `npm run ui:build` (and postinstall): build when stale
+// `npm run ui:build` (and postinstall): build when stale. An install without the dev tools (--omit=dev) has no
+// Vite: it says so and goes on (the API is served all the same; the web app needs a full install).
 if (import.meta.url === `file://${process.argv[1]}`) {
-  if (uiStale()) console.error(`web app built in ${(await buildUi()).toFixed(1)} s (${UI_DIST})`);
-  else console.error(`web app up to date (${UI_DIST})`);
+  if (!uiStale()) console.error(`web app up to date (${UI_DIST})`);
+  else {
+    try {
+      console.error(`web app built in ${(await buildUi()).toFixed(1)} s (${UI_DIST})`);
+    } catch (e) {
+      const missing = (e as { code?: string }).code === 'ERR_MODULE_NOT_FOUND';
+      if (!missing) throw e;
+      console.error('web app not built: Vite is not installed (an install without dev dependencies); the API works without it');
+    }
+  }
 }
