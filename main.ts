@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { z } from 'zod';
 import { openDuckDB, queryRows, sqlString } from './data/duckdb.ts';
 import { attachVenue } from './data/venue.ts';

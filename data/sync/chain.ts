@@ -16,7 +16,7 @@
  * - Each batch (its rows, its derived mids, its provenance, the new cursor) commits in one transaction.
  */
 import { DuckDBTimestampValue, type DuckDBConnection } from '@duckdb/node-api';
-import { queryRows, sqlString } from '../duckdb.ts';
+import { queryRows } from '../duckdb.ts';
 import { loadChainLogs } from '../ingest/chain-logs.ts';
 import { CTF_TOPICS, decodeCtfLog } from '../ingest/ctf.ts';
 import { ORDER_FILLED_V1_TOPIC, ORDER_FILLED_V2_TOPIC, decodeOrderFilled } from '../ingest/order-filled.ts';

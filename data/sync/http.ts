@@ -198,15 +198,16 @@ export class JsonRpc {
    * gets them one by one. An error answered for any call throws it (the caller retries the lot).
    */
   async batch<T>(calls: { method: string; params: unknown[] }[]): Promise<T[]> {
+    const oneByOne = () => Promise.all(calls.map((c) => this.call<T>(c.method, c.params)));
     if (calls.length === 0) return [];
-    if (!this.batching || calls.length === 1) return Promise.all(calls.map((c) => this.call<T>(c.method, c.params)));
+    if (!this.batching || calls.length === 1) return oneByOne();
     const first = this.id + 1;
     const body = calls.map((c) => ({ jsonrpc: '2.0', id: ++this.id, method: c.method, params: c.params }));
     const res = await this.source.postJson('', body);
     if (!Array.isArray(res)) {
       // a node without batches answers one error object: from now on, one call a request
       this.batching = false;
-      return Promise.all(calls.map((c) => this.call<T>(c.method, c.params)));
+      return oneByOne();
     }
     const byId = new Map<number, { result?: T; error?: { code: number; message: string; data?: unknown } }>();
     for (const r of res as { id: number; result?: T; error?: { code: number; message: string } }[]) byId.set(Number(r.id), r);

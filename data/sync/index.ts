@@ -102,7 +102,7 @@ export class VenueSync extends EventEmitter<VenueSyncEvents> {
     this.emit('progress', { phase: 'gamma' });
     const g = await this.gamma.backfill();
     const start = await this.chain.nextBlock();
-    const { target, head } = await this.chain.target();
+    const { target } = await this.chain.target();
     const total = Number(target - start + 1n);
     let fills = 0;
     while (!this.stopped) {

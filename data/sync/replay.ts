@@ -382,7 +382,7 @@ export class VenueReplay {
     return dropped;
   }
 
-  /** The block of the n-th block with logs at or after `from` (tests aim reorgs and clocks at real activity). */
+  /** The numbers of the blocks that hold logs, ascending (tests aim reorgs and clocks at real activity). */
   blocksWithLogs(): number[] {
     return [...this.blocks.keys()].sort((a, b) => a - b);
   }

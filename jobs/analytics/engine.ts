@@ -78,21 +78,18 @@ export async function persisted(conn: DuckDBConnection): Promise<(StateMark & { 
   return { asOf: new Date(m.as_of), watermark: Number(m.watermark), version: Number(m.version), builtAt: new Date(m.built_at) };
 }
 
-/** The newest venue removal (its arrival seq; 0: none, or a venue that never removes rows). */
-async function latestRetraction(conn: DuckDBConnection): Promise<number> {
-  const t = await queryRows(conn, `SELECT 1 FROM information_schema.tables WHERE table_name = 'venue_retractions' AND table_schema = 'main'`);
+/** max(seq) of a table that may not exist (0: no table, or no row). */
+async function maxSeq(conn: DuckDBConnection, table: string): Promise<number> {
+  const t = await queryRows(conn, `SELECT 1 FROM information_schema.tables WHERE table_name = '${table}' AND table_schema = 'main'`);
   if (!t.length) return 0;
-  const [r] = await queryRows<{ s: number | null }>(conn, `SELECT max(seq) AS s FROM venue_retractions`);
+  const [r] = await queryRows<{ s: number | null }>(conn, `SELECT max(seq) AS s FROM ${table}`);
   return Number(r?.s ?? 0);
 }
 
+/** The newest venue removal (its arrival seq; 0: none, or a venue that never removes rows). */
+const latestRetraction = (conn: DuckDBConnection) => maxSeq(conn, 'venue_retractions');
 /** The newest removal the analytics state accounts for (it was built after it). */
-async function seenRetraction(conn: DuckDBConnection): Promise<number> {
-  const t = await queryRows(conn, `SELECT 1 FROM information_schema.tables WHERE table_name = 'a_retractions_seen' AND table_schema = 'main'`);
-  if (!t.length) return 0;
-  const [r] = await queryRows<{ s: number | null }>(conn, `SELECT max(seq) AS s FROM a_retractions_seen`);
-  return Number(r?.s ?? 0);
-}
+const seenRetraction = (conn: DuckDBConnection) => maxSeq(conn, 'a_retractions_seen');
 
 async function markRetractionSeen(conn: DuckDBConnection, seq: number): Promise<void> {
   await conn.run(`CREATE OR REPLACE TABLE a_retractions_seen AS SELECT ${seq}::BIGINT AS seq`);

@@ -61,8 +61,8 @@ async function axe(page: Page, name: string): Promise<void> {
 }
 
 /** A page signed in by magic link as `email` (the development link the sign-in page shows). */
-async function signedIn(email: string): Promise<Page> {
-  const page = await browser.newPage();
+async function signedIn(email: string, page?: Page): Promise<Page> {
+  page ??= await browser.newPage();
   await page.goto(`${app.base}/signin`);
   await page.fill('#email', email);
   await page.click('button[type=submit]');
@@ -292,12 +292,7 @@ describe('the web app', () => {
 
   it('the account record: name and X username saved, an email change waits for its link, push opt-in registers the service worker, delete ends it all', async () => {
     const context = await browser.newContext({ permissions: ['notifications'] });
-    const page = await context.newPage();
-    await page.goto(`${app.base}/signin`);
-    await page.fill('#email', 'record@example.com');
-    await page.click('button[type=submit]');
-    await page.click('[data-testid=dev-link]');
-    await page.waitForSelector('header button:has-text("Sign out")');
+    const page = await signedIn('record@example.com', await context.newPage());
     await page.goto(`${app.base}/account`);
     await page.fill('input[name=display_name]', 'Record Keeper');
     await page.fill('input[name=x_username]', 'record_keeper');

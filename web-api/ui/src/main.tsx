@@ -75,7 +75,7 @@ function App() {
         ) : preset ? (
           <PresetBoard slug={preset[1]!} me={me} />
         ) : path === '/presets' ? (
-          <Presets me={me} />
+          <Presets />
         ) : path === '/account' ? (
           <Account me={me} />
         ) : path === '/webhooks' ? (

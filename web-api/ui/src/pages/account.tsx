@@ -3,7 +3,7 @@ import { ApiFailure, api, type Me } from '../api.ts';
 import { useApi } from '../hooks.ts';
 import { count, usd } from '../format.ts';
 import { navigate } from '../router.ts';
-import { Loaded } from './shared.tsx';
+import { Card, Loaded } from './shared.tsx';
 import { Profile } from './profile.tsx';
 
 interface Key {
@@ -80,26 +80,11 @@ export function Account({ me }: { me: Me['user'] }) {
       <Loaded load={plan}>
         {(p) => (
           <div class="cards" data-testid="plan">
-            <div class="card">
-              <div class="label">Plan</div>
-              <div class="value">{p.plan.name}</div>
-            </div>
-            <div class="card">
-              <div class="label">Price</div>
-              <div class="value">{usd(p.plan.price_usd_month)}/mo</div>
-            </div>
-            <div class="card">
-              <div class="label">Requests</div>
-              <div class="value">{count(p.plan.requests_per_minute)}/min</div>
-            </div>
-            <div class="card">
-              <div class="label">Requests a month</div>
-              <div class="value">{count(p.plan.requests_per_month)}</div>
-            </div>
-            <div class="card">
-              <div class="label">Webhook events a month</div>
-              <div class="value">{count(p.plan.webhook_events_per_month)}</div>
-            </div>
+            <Card label="Plan" value={p.plan.name} />
+            <Card label="Price" value={`${usd(p.plan.price_usd_month)}/mo`} />
+            <Card label="Requests" value={`${count(p.plan.requests_per_minute)}/min`} />
+            <Card label="Requests a month" value={count(p.plan.requests_per_month)} />
+            <Card label="Webhook events a month" value={count(p.plan.webhook_events_per_month)} />
           </div>
         )}
       </Loaded>

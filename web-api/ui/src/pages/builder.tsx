@@ -2,6 +2,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { ApiFailure, api, type Me } from '../api.ts';
 import { useApi } from '../hooks.ts';
 import { count, num, usd } from '../format.ts';
+import { Funnel, type Explain } from './shared.tsx';
 
 interface Catalogue {
   metrics: string[];
@@ -15,7 +16,7 @@ interface GateRow {
 interface Result {
   rows: { rank: number; proxy_wallet: string; display: { username: string | null; pseudonym: string }; composite_score: number; realized_pnl: number; trade_count: number }[];
   total_rows: number;
-  explain: { cohort_size: number; gates: { label: string; condition: string; remaining: number }[] };
+  explain: Explain;
 }
 
 const OPS = ['gte', 'gt', 'lte', 'lt', 'eq', 'ne'];
@@ -163,20 +164,7 @@ export function Builder({ me }: { me: Me['user'] }) {
       )}
       {result?.data && result.query === query && (
         <>
-          <ol class="funnel" data-testid="funnel">
-            <li>
-              <span>Cohort</span>
-              <span class="bar" style={{ width: '100%' }} />
-              <span>{count(result.data.explain.cohort_size)}</span>
-            </li>
-            {result.data.explain.gates.map((g) => (
-              <li key={g.label} title={g.condition}>
-                <span>{g.label}</span>
-                <span class="bar" style={{ width: `${result.data!.explain.cohort_size ? (100 * g.remaining) / result.data!.explain.cohort_size : 0}%` }} />
-                <span>{count(g.remaining)}</span>
-              </li>
-            ))}
-          </ol>
+          <Funnel explain={result.data.explain} />
           <table data-testid="builder-rows">
             <thead>
               <tr>

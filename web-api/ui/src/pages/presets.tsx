@@ -1,7 +1,7 @@
 import type { Me } from '../api.ts';
 import { useApi } from '../hooks.ts';
 import { count, num, pct, usd } from '../format.ts';
-import { Loaded } from './shared.tsx';
+import { Funnel, Loaded, type Explain } from './shared.tsx';
 
 interface Preset {
   slug: string;
@@ -12,26 +12,7 @@ interface Ranking {
   rows: { rank: number; proxy_wallet: string; display: { username: string | null; pseudonym: string }; composite_score: number; realized_pnl: number; trade_count: number; win_rate_pct: number | null; brier: number | null }[];
   total_rows: number;
   cohort_size: number;
-  explain: { cohort_size: number; gates: { label: string; condition: string; dropped: number; remaining: number }[] };
-}
-
-function Funnel({ explain }: { explain: Ranking['explain'] }) {
-  return (
-    <ol class="funnel" data-testid="funnel">
-      <li>
-        <span>Cohort</span>
-        <span class="bar" style={{ width: '100%' }} />
-        <span>{count(explain.cohort_size)}</span>
-      </li>
-      {explain.gates.map((g) => (
-        <li key={g.label} title={g.condition}>
-          <span>{g.label}</span>
-          <span class="bar" style={{ width: `${explain.cohort_size ? (100 * g.remaining) / explain.cohort_size : 0}%` }} />
-          <span>{count(g.remaining)}</span>
-        </li>
-      ))}
-    </ol>
-  );
+  explain: Explain;
 }
 
 function PublicPresetBoard({ slug }: { slug: string }) {
@@ -81,7 +62,7 @@ function PublicPresetBoard({ slug }: { slug: string }) {
   );
 }
 
-export function Presets(_: { me: Me['user'] }) {
+export function Presets() {
   const load = useApi<{ presets: Preset[] }>('/v1/public/boards');
   return (
     <>
@@ -106,7 +87,7 @@ interface PublicBoard {
   purpose: string;
   total_rows: number;
   rows: { rank: number; tid: string; wallet_label: string; composite_score: number; realized_pnl: number; trade_count: number; win_rate_pct: number | null }[];
-  explain: Ranking['explain'];
+  explain: Explain;
 }
 
 /**

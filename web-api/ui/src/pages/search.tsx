@@ -1,6 +1,6 @@
 import { useApi } from '../hooks.ts';
 import { count, usd } from '../format.ts';
-import { Loaded } from './shared.tsx';
+import { Card, Loaded } from './shared.tsx';
 
 type Result =
   | { type: 'trader'; tid: string; wallet_label: string; total_pnl: number | null; volume: number | null }
@@ -75,26 +75,11 @@ export function Market({ id }: { id: string }) {
             {m.winner_outcome ? ` · won: ${m.winner_outcome}` : ''} · closes {m.end_date ? new Date(m.end_date).toUTCString() : '—'}
           </p>
           <div class="cards" data-testid="market">
-            <div class="card">
-              <div class="label">Mid (YES)</div>
-              <div class="value">{m.current_mid === null ? '—' : `${(m.current_mid * 100).toFixed(1)}%`}</div>
-            </div>
-            <div class="card">
-              <div class="label">Volume 24 h</div>
-              <div class="value">{usd(m.last_24h_volume_usdc)}</div>
-            </div>
-            <div class="card">
-              <div class="label">Fills 24 h</div>
-              <div class="value">{count(m.last_24h_fills)}</div>
-            </div>
-            <div class="card">
-              <div class="label">Positioners</div>
-              <div class="value">{count(m.positioner_count)}</div>
-            </div>
-            <div class="card">
-              <div class="label">Smart money in it</div>
-              <div class="value">{count(m.smart_money_positioner_count)}</div>
-            </div>
+            <Card label="Mid (YES)" value={m.current_mid === null ? '—' : `${(m.current_mid * 100).toFixed(1)}%`} />
+            <Card label="Volume 24 h" value={usd(m.last_24h_volume_usdc)} />
+            <Card label="Fills 24 h" value={count(m.last_24h_fills)} />
+            <Card label="Positioners" value={count(m.positioner_count)} />
+            <Card label="Smart money in it" value={count(m.smart_money_positioner_count)} />
           </div>
           <h2>Top holders</h2>
           <table>

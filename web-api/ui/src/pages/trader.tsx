@@ -3,7 +3,7 @@ import { useApi } from '../hooks.ts';
 import { count, num, pct, usd } from '../format.ts';
 import { Reliability, type Bin } from './reliability.tsx';
 import { PnlChart, type DailyPnl } from './pnl-chart.tsx';
-import { Loaded } from './shared.tsx';
+import { Card, Loaded } from './shared.tsx';
 
 interface Teaser {
   proxy_wallet?: string;
@@ -182,14 +182,5 @@ export function Trader({ id, me }: { id: string; me: Me['user'] }) {
         </>
       )}
     </>
-  );
-}
-
-function Card({ label, value }: { label: string; value: string }) {
-  return (
-    <div class="card">
-      <div class="label">{label}</div>
-      <div class="value">{value}</div>
-    </div>
   );
 }
