@@ -6,6 +6,7 @@
  * outcomes follow entry prices. Fewer than 30 resolved markets: unranked (score shown, no percentile).
  */
 import { z } from 'zod';
+import { roundedSql } from './query.ts';
 
 export const MIN_RESOLVED_MARKETS = 30;
 export const CALIBRATION_BINS = 10;
@@ -131,11 +132,13 @@ export function skillDeviate(z: number | null, skew: number | null): number | nu
 
 /**
  * SQL aggregate columns of a calibration summary over calibration inputs (p, o), for the caller's GROUP BY: brier,
- * calibration_excess, calibration_excess_z, calibration_skew (as calibrationSummary defines them).
+ * calibration_excess, calibration_excess_z, calibration_skew (as calibrationSummary defines them). Rounded to 1e-12
+ * (roundedSql): sums over the same positions in another row order (a refresh vs a rebuild) differ in the last bits,
+ * and equal figures must stay equal for the percentiles' and rankings' ties.
  */
-export const CALIBRATION_AGGREGATES_SQL = `avg((p - o) * (p - o)) AS brier, avg(p - o) AS calibration_excess,
-        CASE WHEN sum(p * (1 - p)) > 0 THEN sum(p - o) / sqrt(sum(p * (1 - p))) END AS calibration_excess_z,
-        CASE WHEN sum(p * (1 - p)) > 0 THEN sum(p * (1 - p) * (1 - 2 * p)) / pow(sum(p * (1 - p)), 1.5) END AS calibration_skew`;
+export const CALIBRATION_AGGREGATES_SQL = `${roundedSql('avg((p - o) * (p - o))', 12)} AS brier, ${roundedSql('avg(p - o)', 12)} AS calibration_excess,
+        CASE WHEN sum(p * (1 - p)) > 0 THEN ${roundedSql('sum(p - o) / sqrt(sum(p * (1 - p)))', 12)} END AS calibration_excess_z,
+        CASE WHEN sum(p * (1 - p)) > 0 THEN ${roundedSql('sum(p * (1 - p) * (1 - 2 * p)) / pow(sum(p * (1 - p)), 1.5)', 12)} END AS calibration_skew`;
 
 /** skillDeviate() in SQL over the columns calibration_excess_z and calibration_skew. */
 export const SKILL_DEVIATE_SQL = `-calibration_excess_z - coalesce(calibration_skew, 0) * (calibration_excess_z * calibration_excess_z - 1) / 6`;

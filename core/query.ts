@@ -20,6 +20,14 @@ export function tsLiteral(t: AsOf): string {
 }
 
 /** Column types the columnar port moves between storage and the core without per-value objects. */
+/**
+ * SQL rounding `expr` to `digits` decimals, for figures summed in an order that varies (a refresh vs a rebuild,
+ * parallel aggregation): equal figures stay equal for ties, and a rounded -0 reads +0.
+ */
+export function roundedSql(expr: string, digits: number): string {
+  return `(round(${expr}, ${digits}) + 0.0)`;
+}
+
 export type ColumnType = 'INTEGER' | 'UTINYINT' | 'DOUBLE' | 'BOOLEAN' | 'TIMESTAMP';
 
 /** A table's columns for the columnar writer (name, type), in table order. */

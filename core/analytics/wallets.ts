@@ -16,7 +16,7 @@
  * - a_category: calibration per (wallet, category) and the wallet's best category (wallet-style.ts's rule).
  */
 import { CALIBRATION_AGGREGATES_SQL, MIN_RESOLVED_MARKETS, SKILL_DEVIATE_SQL, calibrationInputsSql } from '../calibration.ts';
-import { tsLiteral, type AsOf } from '../query.ts';
+import { roundedSql, tsLiteral, type AsOf } from '../query.ts';
 import { COPY_RULES } from '../copy-rules.ts';
 import { BEST_CATEGORY_MIN_MARKETS, bestCategorySql } from '../wallet-style.ts';
 
@@ -50,7 +50,7 @@ export function featuresSql(asOf: AsOf, scope: WalletScope): string {
   const T = tsLiteral(asOf);
   return `WITH p AS (SELECT * FROM ${positionsOf(scope)} WHERE trades > 0 AND ${scopeSql(scope)}),
     f AS (
-      SELECT wallet_id, sum(volume_usdc) AS lifetime_volume_usdc, sum(trades)::INTEGER AS trade_count,
+      SELECT wallet_id, ${roundedSql('sum(volume_usdc)', 6)} AS lifetime_volume_usdc, sum(trades)::INTEGER AS trade_count,
         count(DISTINCT market_id)::INTEGER AS markets_traded, min(first_fill_ts) AS first_trade_at, max(last_fill_ts) AS last_trade_at,
         sum(n_buys)::INTEGER AS n_buys, sum(n_taker) / sum(trades) AS taker_share,
         sum(n_contra) / nullif(sum(n_buys), 0) AS contrarian_buy_share
@@ -75,8 +75,9 @@ export function alphaSql(scope: WalletScope): string {
     FROM ${positionsOf(scope)} WHERE trades > 0 AND ${scopeSql(scope)} GROUP BY wallet_id`;
 }
 
+/** Money sums are rounded to micro-USDC (the venue's unit, roundedSql): another summation order must not break a tie. */
 export function pnlSql(scope: WalletScope): string {
-  return `SELECT wallet_id, sum(realized_pnl) AS realized_pnl, sum(unrealized_pnl) AS unrealized_pnl, sum(total_pnl) AS total_pnl,
+  return `SELECT wallet_id, ${roundedSql('sum(realized_pnl)', 6)} AS realized_pnl, ${roundedSql('sum(unrealized_pnl)', 6)} AS unrealized_pnl, ${roundedSql('sum(total_pnl)', 6)} AS total_pnl,
       count(*) FILTER (WHERE resolved)::INTEGER AS n_resolved_positions,
       count(*) FILTER (WHERE pnl_label = 'WON')::INTEGER AS won, count(*) FILTER (WHERE pnl_label = 'LOST')::INTEGER AS lost,
       count(*) FILTER (WHERE status = 'REDEEMABLE')::INTEGER AS redeemable_positions,
