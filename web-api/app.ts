@@ -35,6 +35,7 @@ import { requireAuth, requireFeature } from './principal.ts';
 import { RateLimiter, type RuleOverrides } from './rate-limits.ts';
 import { publicRouter } from './public.ts';
 import { resolutionsRouter } from './resolutions.ts';
+import { marketRouter } from './markets.ts';
 import { traderRouter } from './traders.ts';
 import { type PushApi, type WebhookApi, webhookRouter } from './webhooks.ts';
 
@@ -190,6 +191,7 @@ export function createApp(deps: AppDeps): Express {
   });
   app.use('/v1', accountRouter(authDeps));
   app.use('/v1/trader', traderRouter({ db: deps.db, now: venueNow }));
+  app.use('/v1/market', marketRouter({ db: deps.db, now: venueNow }));
   if (deps.webhooks) app.use('/v1', webhookRouter(deps.webhooks, deps.push));
   if (deps.resolutionFeed) app.use('/v1/resolutions', resolutionsRouter({ db: deps.db, feed: deps.resolutionFeed, now: venueNow }));
 

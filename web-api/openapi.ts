@@ -7,6 +7,7 @@ import { errorResponses, jsonSchema, queryParam } from './openapi-parts.ts';
 import { METRIC_IDS, PRESETS, RankingConfig, RankingResponse, ROW_CAP } from '../core/rankings.ts';
 import { publicOpenApiPaths, publicOpenApiSchemas } from './public.ts';
 import { resolutionsOpenApiPaths, resolutionsOpenApiSchemas } from './resolutions.ts';
+import { marketOpenApiPaths, marketOpenApiSchemas } from './markets.ts';
 import { traderOpenApiPaths, traderOpenApiSchemas } from './traders.ts';
 import { CreateWebhookBody, PushSubscribeBody, RotateSecretBody, UpdateWebhookBody } from './webhooks.ts';
 import { DeleteMeBody, MagicStartBody, MintKeyBody, PatchMeBody, SiweVerifyBody } from './auth.ts';
@@ -313,6 +314,7 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
       ...streamPaths(),
       ...publicOpenApiPaths(),
       ...traderOpenApiPaths(),
+      ...marketOpenApiPaths(),
       ...resolutionsOpenApiPaths(),
       '/v1/rankings/presets': { get: { summary: 'The ten launch presets', responses: { '200': { description: 'presets and metric ids' } } } },
       '/v1/rankings/preset/{slug}': {
@@ -375,6 +377,7 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
         ...streamSchemas(),
         ...publicOpenApiSchemas(),
         ...traderOpenApiSchemas(),
+        ...marketOpenApiSchemas(),
         ...resolutionsOpenApiSchemas(),
       },
     },

@@ -4,14 +4,23 @@
  * against /v1/trader/{proxy}/calibration, an API error shown in the service's words, axe-core on each page, and a
  * screenshot of each page (var/screenshots, looked at).
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { wrapFetchWithPayment } from 'x402-fetch';
 import { fullBuild } from '../../core/analytics/build.ts';
+import { PaymentLedger } from '../../data/payment-ledger.ts';
 import { duckRunner } from '../../data/runner.ts';
+import { SnapshotStore } from '../../data/snapshot-store.ts';
+import { gatewayRouters } from '../../gateway/app.ts';
+import { LocalFacilitator } from '../../gateway/facilitator.ts';
+import { startLocalChain, type LocalChain } from '../../gateway/local-chain/chain.ts';
+import { PaymentGate } from '../../gateway/payment/gate.ts';
+import { NETWORKS, usdToAtomic, AGENT_ROUTES } from '../../gateway/payment/pricing.ts';
 import { buildUi, uiStale } from '../../web-api/ui-build.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { startHttpsReceiver, type HttpsReceiver } from '../helpers/https-receiver.ts';
@@ -27,16 +36,35 @@ let v: TestVenue;
 let app: TestApp;
 let browser: Browser;
 let receiver: HttpsReceiver;
+// the agent tier on a local chain, so the builder's "agent POST" is paid by the official x402 client
+let chain: LocalChain;
+let payDir: string;
+let ledger: PaymentLedger;
+let snapshots: SnapshotStore;
+const payTo = privateKeyToAccount(generatePrivateKey()).address;
 const timings: Record<string, number> = {};
 
 beforeAll(async () => {
   if (uiStale()) await buildUi();
-  v = await makeVenue({ wallets: 3000, days: 30, seed: 3 });
+  [v, chain] = await Promise.all([makeVenue({ wallets: 3000, days: 30, seed: 3 }), startLocalChain()]);
   const db = duckRunner(v.conn);
   await fullBuild(db, AS_OF);
   // a webhook receiver of the person's own, on loopback HTTPS (allowed past the SSRF guard for this test)
   receiver = await startHttpsReceiver();
-  app = await startApp(db, { venueNow: () => AS_OF, webhookTargets: { allowlist: [`127.0.0.1:${receiver.port}`], ca: receiver.ca } });
+  payDir = mkdtempSync(join(tmpdir(), 'web-pay-'));
+  ledger = new PaymentLedger(join(payDir, 'ledger.sqlite'));
+  snapshots = new SnapshotStore(join(payDir, 'snapshots.sqlite'));
+  const facilitator = new LocalFacilitator({ rpcUrl: chain.rpcUrl, network: chain.network, privateKey: chain.facilitatorPrivateKey });
+  const gate = new PaymentGate({ facilitator, ledger, terms: { network: { ...NETWORKS['base-sepolia']!, usdc: chain.usdc }, payTo } });
+  const { agent, info } = gatewayRouters({ db, gate, now: () => AS_OF, origin: () => app.origin, snapshots, tidKey: 'web-test-tid-key-0123456789abcdef', facilitator: `local (${chain.rpcUrl})` });
+  app = await startApp(db, {
+    venueNow: () => AS_OF,
+    webhookTargets: { allowlist: [`127.0.0.1:${receiver.port}`], ca: receiver.ca },
+    mounts: [
+      { path: '/v1/agent', router: agent },
+      { path: '/x402', router: info },
+    ],
+  });
   if (!existsSync(CHROMIUM)) throw new Error(`no chromium at ${CHROMIUM}: apt-get install chromium (or set CHROMIUM_PATH)`);
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
   mkdirSync(SHOTS, { recursive: true });
@@ -45,6 +73,10 @@ afterAll(async () => {
   await browser?.close();
   await app?.close();
   await receiver?.close();
+  ledger?.close();
+  snapshots?.close();
+  if (payDir) rmSync(payDir, { recursive: true, force: true });
+  await chain?.stop();
   v?.conn.closeSync();
   if (Object.keys(timings).length) console.log(`web app timings (ms): ${JSON.stringify(timings)}`);
 });
@@ -225,7 +257,7 @@ describe('the web app', () => {
     await page.close();
   });
 
-  it('the ranking builder: edits update the funnel and rows; the copied curl, run with a key, returns the same ranking', async () => {
+  it('the ranking builder: edits update the funnel and rows; the copied curl (with a key) and agent POST (paid by x402-fetch) return the same ranking', async () => {
     const page = await signedIn('builder@example.com');
     await page.goto(`${app.base}/builder`);
     await page.waitForSelector('[data-testid=builder-rows] tbody tr');
@@ -254,6 +286,20 @@ describe('the web app', () => {
     expect(agent.gates).toEqual([{ field: 'trade_count', op: 'gte', value: 20 }, { field: 'n_resolved_markets', op: 'gte', value: 30 }]);
     const mcp = JSON.parse((await page.textContent('[data-testid=copy-mcp]'))!) as { params: { arguments: { config: unknown } } };
     expect(mcp.params.arguments.config).toEqual({ cohort: {}, gates: agent.gates, weights: agent.weights, sort_by: 'composite' });
+    // the agent POST, as copied, paid by the official x402 client: the same rows, at the route's price
+    const copied = (await page.textContent('[data-testid=copy-agent]'))!;
+    const [method, agentUrl] = copied.split('\n')[0]!.split(' ');
+    const payer = (await chain.newPayer(1_000_000n)).account;
+    const payFetch = wrapFetchWithPayment(fetch, payer as never, 100_000n);
+    const paidBefore = await chain.balanceOf(payer.address);
+    const paid = await payFetch(agentUrl!, { method, headers: { 'content-type': 'application/json' }, body: copied.split('\n\n')[1]! });
+    expect(paid.status).toBe(200);
+    expect(paid.headers.get('x-payment-response')).toBeTruthy();
+    const paidRows = ((await paid.json()) as { rows: { proxy_wallet: string }[] }).rows.map((x) => x.proxy_wallet);
+    expect(paidRows).toEqual(shown.slice(0, paidRows.length));
+    expect(paidRows.length).toBe(Math.min(10, shown.length));
+    const price = BigInt(usdToAtomic(AGENT_ROUTES.find((x) => x.id === 'rankings.custom')!.price_usd));
+    expect(paidBefore - (await chain.balanceOf(payer.address))).toBe(price);
     // an invalid edit shows the service's message
     await page.fill('input[name=w-alpha_24h]', '0');
     expect(await (await page.waitForSelector('[data-testid=builder-error]')).textContent()).toMatch(/weight/);
@@ -347,10 +393,59 @@ describe('the web app', () => {
     const [ev] = await v.conn.runAndReadAll(`SELECT e.slug FROM events e JOIN markets m USING (event_id) GROUP BY e.slug ORDER BY count(*) DESC, e.slug LIMIT 1`).then((r) => r.getRowObjectsJS() as { slug: string }[]);
     await page.goto(`${app.base}/event/${ev!.slug}`);
     await page.waitForSelector('[data-testid=questions] tbody tr');
-    const view = (await (await fetch(`${app.base}/v1/public/event/${ev!.slug}`)).json()) as { questions: { title: string }[] };
+    const view = (await (await fetch(`${app.base}/v1/public/event/${ev!.slug}`)).json()) as { questions: { title: string; condition_id: string }[] };
     expect(await page.$$eval('[data-testid=questions] tbody tr td:first-child', (tds) => tds.map((t) => t.textContent))).toEqual(view.questions.map((q) => q.title));
+    // each question's consensus is its market teaser's
+    const q0 = (await (await fetch(`${app.base}/v1/public/market/${view.questions[0]!.condition_id}`)).json()) as { consensus_latest: { service_consensus_yes: number | null } };
+    const c0 = q0.consensus_latest.service_consensus_yes;
+    await page.waitForFunction(`document.querySelector('[data-testid=questions] tbody tr td:nth-child(5)').textContent === ${JSON.stringify(c0 === null ? '—' : `${(c0 * 100).toFixed(1)}%`)}`);
     await axe(page, 'event');
     await page.close();
+  });
+
+  it('a market page: the consensus beside the mid for anyone; the flow by cohort locked on Free, the API\'s own figures on Pro, per window', async () => {
+    const [m] = await v.conn
+      .runAndReadAll(`SELECT m.condition_id FROM fills f JOIN markets m USING (market_id) WHERE f.ts > TIMESTAMP '2026-10-30 23:59:59' AND f.ts <= TIMESTAMP '2026-10-31 23:59:59' GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1`)
+      .then((r) => r.getRowObjectsJS() as { condition_id: string }[]);
+    const cid = m!.condition_id;
+    const teaser = (await (await fetch(`${app.base}/v1/public/market/${cid}`)).json()) as { consensus_latest: { service_consensus_yes: number | null; market_mid: number | null; n_positioners: number } };
+    const cents = (p: number | null) => (p === null ? '—' : `${(p * 100).toFixed(1)}¢`);
+    // a visitor: the consensus, and an invitation to sign in for the flow
+    const visitor = await browser.newPage();
+    await visitor.goto(`${app.base}/market/${cid}`);
+    await visitor.waitForSelector('[data-testid=consensus]');
+    const cards = await visitor.$$eval('[data-testid=consensus] .card .value', (xs) => xs.map((x) => x.textContent));
+    expect(cards.slice(0, 2)).toEqual([cents(teaser.consensus_latest.service_consensus_yes), cents(teaser.consensus_latest.market_mid)]);
+    expect(await visitor.textContent('[data-testid=flow-locked]')).toMatch(/sign in/i);
+    await visitor.close();
+    // Free: the plan's message
+    const page = await signedIn('market-free@example.com');
+    await page.goto(`${app.base}/market/${cid}`);
+    expect(await (await page.waitForSelector('[data-testid=flow-locked]')).textContent()).toMatch(/paid plan/);
+    await page.close();
+    // Pro: the table is the API's flow, and the window radio reloads it
+    const email = 'market-pro@example.com';
+    const pro = await signedIn(email);
+    app.accounts.setPlan(app.accounts.userForEmail(email, Date.now()).user_id, 'pro', Date.now(), 'test');
+    const { key } = app.keyFor('pro');
+    for (const hours of [24, 1]) {
+      if (hours === 24) await pro.goto(`${app.base}/market/${cid}`);
+      else await pro.check(`input[name=flow-window][value="${hours}"]`);
+      const flow = (await (await fetch(`${app.base}/v1/market/${cid}/flow?window_hours=${hours}`, { headers: { authorization: `Bearer ${key}` } })).json()) as {
+        cohorts: { cohort: string; n_fills: number; net_yes_shares: number }[];
+        smart_money: { cohort: string; n_fills: number; net_yes_shares: number };
+        totals: { cohort: string; n_fills: number; net_yes_shares: number };
+      };
+      // the rows as the page shows them (cohort: fills) once this window's answer is in
+      const want = [...flow.cohorts, flow.smart_money, flow.totals].map((c) => `${c.cohort}:${c.n_fills.toLocaleString('en-US')}`).join();
+      await pro.waitForFunction(`[...document.querySelectorAll('[data-testid=flow] tbody tr')].map((t) => t.getAttribute('data-cohort') + ':' + t.querySelectorAll('td')[1].textContent).join() === ${JSON.stringify(want)}`);
+      const nets = await pro.$$eval('[data-testid=flow] tbody tr', (trs) => trs.map((t) => Number(t.querySelectorAll('td')[4]!.getAttribute('data-net')) + 0));
+      expect(nets.slice(0, flow.cohorts.length)).toEqual(flow.cohorts.map((c) => Number(c.net_yes_shares.toFixed(6)) + 0));
+      expect(nets.at(-1)).toBe(Number(flow.totals.net_yes_shares.toFixed(6)) + 0);
+    }
+    await pro.screenshot({ path: join(SHOTS, 'market-flow.png'), fullPage: true });
+    await axe(pro, 'market flow');
+    await pro.close();
   });
 
   it('GET /v1/trader/{proxy}/performance: the build\'s daily P&L with its running sum, risk, alpha and tags; auth and errors', async () => {

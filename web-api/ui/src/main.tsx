@@ -7,7 +7,8 @@ import { Account } from './pages/account.tsx';
 import { Builder } from './pages/builder.tsx';
 import { EventPage } from './pages/event.tsx';
 import { Leaderboard } from './pages/leaderboard.tsx';
-import { Market, Search } from './pages/search.tsx';
+import { Market } from './pages/market.tsx';
+import { Search } from './pages/search.tsx';
 import { PresetBoard, Presets } from './pages/presets.tsx';
 import { SignIn } from './pages/signin.tsx';
 import { Trader } from './pages/trader.tsx';
@@ -69,7 +70,7 @@ function App() {
         ) : event ? (
           <EventPage slug={decodeURIComponent(event[1]!)} />
         ) : market ? (
-          <Market id={decodeURIComponent(market[1]!)} />
+          <Market id={decodeURIComponent(market[1]!)} me={me} />
         ) : path === '/search' ? (
           <Search q={new URLSearchParams(location.search).get('q') ?? ''} />
         ) : preset ? (
