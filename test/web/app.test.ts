@@ -229,7 +229,7 @@ describe('the web app', () => {
     await page.close();
   });
 
-  it('the account: mints a key whose secret shows once, lists it by prefix, revokes it (then the API refuses it)', async () => {
+  it('the account: mints a key whose secret shows once, lists it by prefix, revokes it (then the API refuses it); signs out everywhere', async () => {
     const page = await signedIn('keys@example.com');
     await page.goto(`${app.base}/account`);
     await page.waitForSelector('[data-testid=plan]');
@@ -254,6 +254,15 @@ describe('the web app', () => {
     await page.click('button[aria-label="Revoke laptop"]');
     await page.waitForSelector('[data-testid=keys] tbody tr:has-text("revoked")');
     expect((await fetch(`${app.base}/v1/account/plan`, { headers: { authorization: `Bearer ${secret}` } })).status).toBe(401);
+    // sign out everywhere: a second browser signed in as the same person is signed out too
+    const other = await browser.newContext();
+    const second = await signedIn('keys@example.com', await other.newPage());
+    await page.click('button:has-text("Sign out everywhere")');
+    await page.waitForSelector('header a:has-text("Sign in")');
+    await second.reload();
+    await second.waitForSelector('header a:has-text("Sign in")');
+    expect(await second.evaluate(async () => (await fetch('/v1/auth/me')).json())).toEqual({ user: null });
+    await other.close();
     await page.close();
   });
 
@@ -308,7 +317,7 @@ describe('the web app', () => {
     await page.close();
   });
 
-  it('webhooks: creates one (the secret shown once), sends a test the receiver verifies with that secret, reads the log, deletes it', async () => {
+  it('webhooks: creates one (the secret shown once), sends a test the receiver verifies with that secret, reads the log, rotates the secret, deletes it', async () => {
     const email = 'hooks@example.com';
     const page = await signedIn(email);
     // webhooks are a paid feature: this person is on Pro
@@ -329,6 +338,21 @@ describe('the web app', () => {
     expect(verifySignature({ header: got[0]!.headers[SIGNATURE_HEADER], rawBody: got[0]!.body, secret })).toMatchObject({ ok: true });
     await page.click('[data-testid=webhooks] tbody tr button:has-text("Deliveries")');
     await page.waitForSelector('[data-testid=deliveries] tbody tr:has-text("service.test")');
+    // rotate: a new secret, shown once, signs the next test; during the grace period (a day by default) the old one
+    // still verifies it too (two v1= signatures), so a receiver can switch without missing a delivery
+    await page.click('[data-testid=webhook-secret] button:has-text("Done")');
+    await page.click('[data-testid=webhooks] tbody tr button:has-text("Rotate secret")');
+    const rotated = (await (await page.waitForSelector('[data-testid=webhook-secret] code')).textContent())!.trim();
+    expect(rotated).toMatch(/^whsec_/);
+    expect(rotated).not.toBe(secret);
+    const mark = receiver.received.length;
+    await page.click('[data-testid=webhooks] tbody tr button:has-text("Send a test")');
+    await page.waitForFunction(`/Test delivered/.test(document.querySelector('[data-testid=notice]')?.textContent ?? '')`);
+    await expect.poll(() => receiver.received.length).toBe(mark + 1);
+    const next = receiver.received[mark]!;
+    expect(verifySignature({ header: next.headers[SIGNATURE_HEADER], rawBody: next.body, secret: rotated })).toMatchObject({ ok: true });
+    expect(verifySignature({ header: next.headers[SIGNATURE_HEADER], rawBody: next.body, secret })).toMatchObject({ ok: true });
+    expect(String(next.headers[SIGNATURE_HEADER]).match(/v1=/g)?.length).toBe(2);
     await page.screenshot({ path: join(SHOTS, 'webhooks.png'), fullPage: true });
     page.once('dialog', (d) => void d.accept());
     await page.click('[data-testid=webhooks] tbody tr button:has-text("Delete")');
