@@ -26,6 +26,7 @@ import { buildUi, uiStale } from './web-api/ui-build.ts';
 import { createApp } from './web-api/app.ts';
 import { duckRunner } from './data/runner.ts';
 import { AccountStore } from './data/account-store.ts';
+import { openServiceDb } from './data/sql/db.ts';
 import { RedisRateStore, SqliteRateStore, type RateStore } from './data/rate-limit.ts';
 import { mailerFromEnv } from './web-api/mail.ts';
 import { ResolutionFeed } from './data/resolution-feed.ts';
@@ -80,6 +81,8 @@ const Env = z.object({
   PUBLIC_ORIGIN: z.url().optional(),
   SIWE_CHAIN_IDS: z.string().regex(/^\d+(,\d+)*$/).default('137'),
   SIWE_RPC_URL: z.url().optional(),
+  /** postgres://… puts the service state (accounts, payments, webhooks, …) in PostgreSQL; default: SQLite next to the venue */
+  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'DATABASE_URL must be a postgres:// URL').optional(),
   REDIS_URL: z.string().optional(),
   /** Redis key prefix of the webhook delivery queue (share it with `npm run webhooks:worker`) */
   WEBHOOK_QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/).default('service'),
@@ -240,7 +243,10 @@ console.log(`  sharp-forecasters top 3: ${top.map((r) => `#${r.rank} ${r.address
 if (env.LIVE_TAIL === 'on') {
   const servicePath = join(root, 'service.sqlite');
   const snapshots = new SnapshotStore(servicePath);
-  const accounts = new AccountStore(servicePath);
+  // the service state: PostgreSQL with DATABASE_URL (shared by replicas), else the venue's service.sqlite; one
+  // connection (SQLite) or pool (PostgreSQL) for every store of the process
+  const serviceDb = await openServiceDb(env.DATABASE_URL ?? servicePath);
+  const accounts = await AccountStore.open(serviceDb);
   const resolutionFeed = new ResolutionFeed(servicePath);
   let rates: RateStore;
   if (env.REDIS_URL) {
@@ -307,7 +313,7 @@ if (env.LIVE_TAIL === 'on') {
   }
   const webhooks = new WebhookService({
     store: webhookStore,
-    planOf: (u) => accounts.user(u)?.plan ?? null,
+    planOf: (u) => accounts.planOf(u),
     log: (m) => console.log(`  ${m}`),
     ...(queueRedis ? { redis: { connection: queueRedis, prefix: env.WEBHOOK_QUEUE_PREFIX } } : {}),
     ...(devTargets ? { allowlist: devTargets.allowlist, ca: devTargets.ca } : {}),
@@ -323,7 +329,7 @@ if (env.LIVE_TAIL === 'on') {
   await webhooks.start();
   const pushStore = new PushStore(servicePath);
   // live push notifications share the plan's monthly webhook event quota (the webhook usage counter)
-  const push = new PushService({ store: pushStore, subject: env.VAPID_SUBJECT, planOf: (u) => accounts.user(u)?.plan ?? null, usage: webhookStore, log: (m) => console.log(`  ${m}`) });
+  const push = new PushService({ store: pushStore, subject: env.VAPID_SUBJECT, planOf: (u) => accounts.planOf(u), usage: webhookStore, log: (m) => console.log(`  ${m}`) });
   const venueLookup = new VenueLookup(apiDb);
   await venueLookup.load();
   // the web app at / (npm install built it; a source newer than the build, or no build, is built now)
@@ -353,8 +359,8 @@ if (env.LIVE_TAIL === 'on') {
   });
   // the realtime fill stream (WebSocket at /v1/stream): Bearer key or session cookie; 3 connections on Free, 10 paid
   const stream = new FillStream({
-    authenticate: (req) => {
-      const who = accounts.identify(req.headers.authorization, req.headers.cookie, Date.now());
+    authenticate: async (req) => {
+      const who = await accounts.identify(req.headers.authorization, req.headers.cookie, Date.now());
       return who ? { userId: who.user_id, maxConnections: who.plan === 'free' ? 3 : 10 } : null;
     },
   });
@@ -425,8 +431,11 @@ if (env.LIVE_TAIL === 'on') {
   });
   engine.start(env.ANALYTICS_REFRESH_MS);
   const feedSync = startResolutionFeedSync({ db: apiDb, feed: resolutionFeed, log: (m) => console.log(`  ${m}`) });
-  const purge = setInterval(() => accounts.purgeExpired(Date.now()), 3600_000);
+  const purge = setInterval(() => void accounts.purgeExpired(Date.now()).catch((e: Error) => console.error(`  accounts: purge failed: ${e.message}`)), 3600_000);
   purge.unref();
+  // paid plans for the webhook and push quotas: a plan set elsewhere (npm run admin, another replica) counts within 10 s
+  const plansReload = setInterval(() => void accounts.refreshPlans().catch((e: Error) => console.error(`  accounts: plan reload failed: ${e.message}`)), 10_000);
+  plansReload.unref();
   const timer = setInterval(() => {
     if (tail) {
       const s = tail.stats();
@@ -436,6 +445,7 @@ if (env.LIVE_TAIL === 'on') {
   const stop = async () => {
     clearInterval(timer);
     clearInterval(purge);
+    clearInterval(plansReload);
     server.close();
     // a snapshot in progress may take a minute: give the jobs a few seconds, then go (stores are transactional)
     await Promise.race([Promise.all([schedule.stop(), feedSync.stop()]), new Promise((r) => setTimeout(r, 5000))]);
@@ -456,7 +466,8 @@ if (env.LIVE_TAIL === 'on') {
     pushStore.close();
     await gateway?.stop();
     snapshots.close();
-    accounts.close();
+    await accounts.close();
+    await serviceDb.close();
     resolutionFeed.close();
     await rates.close();
     conn.closeSync();

@@ -20,7 +20,7 @@ export interface BenchApp {
 
 export async function startBenchApp(deps: Omit<AppDeps, 'accounts' | 'rates' | 'resolutionFeed' | 'auth' | 'tidKey' | 'rateRules'>): Promise<BenchApp> {
   const dir = await mkdtemp(join(tmpdir(), 'bench-app-'));
-  const accounts = new AccountStore(join(dir, 'service.sqlite'));
+  const accounts = await AccountStore.open(join(dir, 'service.sqlite'));
   const rates = new SqliteRateStore(join(dir, 'service.sqlite'));
   const resolutionFeed = new ResolutionFeed(join(dir, 'service.sqlite'));
   const auth = { origin: '' };
@@ -37,9 +37,9 @@ export async function startBenchApp(deps: Omit<AppDeps, 'accounts' | 'rates' | '
   await new Promise((r) => server.once('listening', r));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   auth.origin = base;
-  const user = accounts.userForEmail('bench@example.com', Date.now());
-  accounts.setPlan(user.user_id, 'desk', Date.now());
-  const bearer = { authorization: `Bearer ${accounts.mintApiKey(user.user_id, 'bench', Date.now()).key}` };
+  const user = await accounts.userForEmail('bench@example.com', Date.now());
+  await accounts.setPlan(user.user_id, 'desk', Date.now());
+  const bearer = { authorization: `Bearer ${(await accounts.mintApiKey(user.user_id, 'bench', Date.now())).key}` };
   return {
     base,
     bearer,

@@ -1,14 +1,14 @@
 /**
- * Accounts (SQLite, embedded default of the service state): users, sessions, API keys, SIWE nonces, magic-link
- * tokens and proxy claims. Secrets (session tokens, API keys, magic tokens) are stored only as SHA-256 hashes: they
+ * Accounts (the service state: SQLite by default, PostgreSQL with DATABASE_URL — data/sql/db.ts): users, sessions,
+ * API keys, SIWE nonces, magic-link tokens and proxy claims. Secrets (session tokens, API keys, magic tokens) are stored only as SHA-256 hashes: they
  * carry 128+ bits of entropy, so a fast hash is enough (a slow password hash guards low-entropy secrets).
  *
  * Single-use things (nonces, magic tokens) are consumed with one conditional UPDATE, so two concurrent requests
- * (even from two processes on the same file) can never both succeed.
+ * (even from two replicas on one database) can never both succeed.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type Database from 'better-sqlite3';
-import { openSqlite } from './sqlite.ts';
+import { isUniqueViolation, openServiceDb, type SqlDb } from './sql/db.ts';
+import { migrate, type Migration } from './sql/migrate.ts';
 import { PlanId, type PlanId as PlanIdT } from '../core/plans.ts';
 import type { AccountDirectory, FoundingStatus, ProxyClaim } from '../web-api/directory.ts';
 
@@ -114,88 +114,148 @@ export class AccountError extends Error {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-export class AccountStore implements AccountDirectory {
-  readonly db: Database.Database;
-
-  constructor(path: string) {
-    this.db = openSqlite(path, { foreignKeys: true });
-    this.db.exec(`
+/** The account tables, version by version (data/sql/migrate.ts). */
+export const ACCOUNT_MIGRATIONS: readonly Migration[] = [
+  {
+    name: '0001-accounts',
+    async up(db) {
+      // IF NOT EXISTS: a SQLite file from before versioned migrations already has these tables
+      await db.exec(`
       CREATE TABLE IF NOT EXISTS users (
         user_id TEXT PRIMARY KEY, eoa TEXT UNIQUE, email TEXT UNIQUE, display_name TEXT, x_username TEXT,
         created_at TEXT NOT NULL, plan TEXT NOT NULL DEFAULT 'free', invite_code TEXT NOT NULL UNIQUE,
         referred_by TEXT REFERENCES users(user_id), founding INTEGER NOT NULL DEFAULT 0, deleted_at TEXT);
       CREATE TABLE IF NOT EXISTS sessions (
         session_id TEXT PRIMARY KEY, token_hash TEXT NOT NULL UNIQUE, user_id TEXT NOT NULL REFERENCES users(user_id),
-        method TEXT NOT NULL, created_ms INTEGER NOT NULL, last_seen_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL,
-        revoked_ms INTEGER, custodian_session_hash TEXT);
+        method TEXT NOT NULL, created_ms BIGINT NOT NULL, last_seen_ms BIGINT NOT NULL, expires_ms BIGINT NOT NULL,
+        revoked_ms BIGINT, custodian_session_hash TEXT);
       CREATE INDEX IF NOT EXISTS sessions_user ON sessions(user_id);
       CREATE TABLE IF NOT EXISTS api_keys (
         key_id TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users(user_id), key_hash TEXT NOT NULL UNIQUE,
-        prefix TEXT NOT NULL, label TEXT NOT NULL, created_at TEXT NOT NULL, last_used_ms INTEGER, revoked_at TEXT);
+        prefix TEXT NOT NULL, label TEXT NOT NULL, created_at TEXT NOT NULL, last_used_ms BIGINT, revoked_at TEXT);
       CREATE INDEX IF NOT EXISTS api_keys_user ON api_keys(user_id);
       CREATE TABLE IF NOT EXISTS siwe_nonces (
-        nonce TEXT PRIMARY KEY, issued_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL, consumed_ms INTEGER);
+        nonce TEXT PRIMARY KEY, issued_ms BIGINT NOT NULL, expires_ms BIGINT NOT NULL, consumed_ms BIGINT);
       CREATE TABLE IF NOT EXISTS magic_tokens (
-        token_hash TEXT PRIMARY KEY, email TEXT NOT NULL, next TEXT, issued_ms INTEGER NOT NULL,
-        expires_ms INTEGER NOT NULL, consumed_ms INTEGER,
-        purpose TEXT NOT NULL DEFAULT 'signin', user_id TEXT);  -- purpose 'email_change': confirms user_id's new email
+        token_hash TEXT PRIMARY KEY, email TEXT NOT NULL, next TEXT, issued_ms BIGINT NOT NULL,
+        expires_ms BIGINT NOT NULL, consumed_ms BIGINT);
       CREATE TABLE IF NOT EXISTS proxy_claims (
         proxy TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users(user_id), method TEXT NOT NULL, claimed_at TEXT NOT NULL);
       CREATE INDEX IF NOT EXISTS proxy_claims_user ON proxy_claims(user_id);
       CREATE TABLE IF NOT EXISTS plan_changes (
         user_id TEXT NOT NULL, plan TEXT NOT NULL, changed_at TEXT NOT NULL, note TEXT);`);
-    // files from before email-change confirmation lack the token purpose
-    const cols = new Set((this.db.prepare(`PRAGMA table_info(magic_tokens)`).all() as { name: string }[]).map((c) => c.name));
-    if (!cols.has('purpose')) this.db.exec(`ALTER TABLE magic_tokens ADD COLUMN purpose TEXT NOT NULL DEFAULT 'signin'; ALTER TABLE magic_tokens ADD COLUMN user_id TEXT;`);
+    },
+  },
+  {
+    // email-change confirmation: a token's purpose, and the user whose new address it confirms
+    name: '0002-magic-token-purpose',
+    async up(db) {
+      const have =
+        db.dialect === 'sqlite'
+          ? new Set((await db.all<{ name: string }>(`PRAGMA table_info(magic_tokens)`)).map((c) => c.name))
+          : new Set((await db.all<{ name: string }>(`SELECT column_name AS name FROM information_schema.columns WHERE table_name = 'magic_tokens' AND table_schema = current_schema()`)).map((c) => c.name));
+      if (!have.has('purpose')) await db.exec(`ALTER TABLE magic_tokens ADD COLUMN purpose TEXT NOT NULL DEFAULT 'signin'`);
+      if (!have.has('user_id')) await db.exec(`ALTER TABLE magic_tokens ADD COLUMN user_id TEXT`);
+    },
+  },
+];
+
+export class AccountStore implements AccountDirectory {
+  /** paid plans by user (planOf's synchronous answer); refreshPlans reloads it, setPlan and anonymize keep it */
+  private paidPlans = new Map<string, PlanIdT>();
+
+  private constructor(
+    readonly db: SqlDb,
+    private readonly owned: boolean,
+  ) {}
+
+  /** The store on `target`: an open service database (shared with the other stores), or a SQLite path / PostgreSQL URL it opens and owns. */
+  static async open(target: SqlDb | string): Promise<AccountStore> {
+    const db = typeof target === 'string' ? await openServiceDb(target) : target;
+    await migrate(db, 'accounts', ACCOUNT_MIGRATIONS);
+    const store = new AccountStore(db, typeof target === 'string');
+    await store.refreshPlans();
+    return store;
   }
 
-  close(): void {
-    this.db.close();
+  /**
+   * A user's plan without a query, for the webhook and push quotas that are counted inside their stores'
+   * synchronous transactions: the paid plans, loaded at open and by refreshPlans (the service reloads every few
+   * seconds, so a plan set on another replica or by `npm run admin` counts within that interval); null for a Free,
+   * unknown or deleted user (a quota of 0 either way).
+   */
+  planOf(userId: string): PlanIdT | null {
+    return this.paidPlans.get(userId) ?? null;
+  }
+
+  async refreshPlans(): Promise<void> {
+    const rows = await this.db.all<{ user_id: string; plan: PlanIdT }>(`SELECT user_id, plan FROM users WHERE deleted_at IS NULL AND plan <> 'free'`);
+    this.paidPlans = new Map(rows.map((r) => [r.user_id, r.plan]));
+  }
+
+  async close(): Promise<void> {
+    if (this.owned) await this.db.close();
   }
 
   // -------------------------------------------------------------------------------------------------------------
   // Users
   // -------------------------------------------------------------------------------------------------------------
 
-  private userRow(userId: string): UserRow | undefined {
-    return this.db.prepare(`SELECT * FROM users WHERE user_id = ?`).get(userId) as UserRow | undefined;
+  private async userRow(userId: string, db: SqlDb = this.db): Promise<UserRow | undefined> {
+    return db.get<UserRow>(`SELECT * FROM users WHERE user_id = ?`, [userId]);
   }
 
   /** The active (not deleted) user, or null. */
-  user(userId: string): UserRow | null {
-    const u = this.userRow(userId);
+  async user(userId: string): Promise<UserRow | null> {
+    const u = await this.userRow(userId);
     return u && !u.deleted_at ? u : null;
   }
 
-  /** A new user; the first FOUNDING_SPOTS accounts are founding members (decided inside the insert's transaction). */
-  private createUser(fields: { eoa?: string | null; email?: string | null; referredBy?: string | null }, nowMs: number): UserRow {
-    return this.db.transaction(() => {
-      const founding = (this.db.prepare(`SELECT count(*) AS n FROM users WHERE founding = 1`).get() as { n: number }).n < FOUNDING_SPOTS ? 1 : 0;
-      const id = randomId('usr');
-      this.db
-        .prepare(`INSERT INTO users (user_id, eoa, email, created_at, invite_code, referred_by, founding) VALUES (?, ?, ?, ?, ?, ?, ?)`)
-        .run(id, fields.eoa ?? null, fields.email ?? null, iso(nowMs), base32(randomBytes(6), 8), fields.referredBy ?? null, founding);
-      return this.userRow(id)!;
-    }).immediate();
+  /** A new user; the first FOUNDING_SPOTS accounts are founding members (decided under the users lock). */
+  private async createUser(fields: { eoa?: string | null; email?: string | null; referredBy?: string | null }, nowMs: number): Promise<UserRow> {
+    return this.db.tx(
+      async (t) => {
+        // a concurrent sign-in with the same email or wallet (another request, another replica) made it meanwhile
+        const same = fields.email
+          ? await t.get<UserRow>(`SELECT * FROM users WHERE email = ? AND deleted_at IS NULL`, [fields.email])
+          : fields.eoa
+            ? await t.get<UserRow>(`SELECT * FROM users WHERE eoa = ? AND deleted_at IS NULL`, [fields.eoa])
+            : undefined;
+        if (same) return same;
+        const founding = (await t.get<{ n: number }>(`SELECT count(*) AS n FROM users WHERE founding = 1`))!.n < FOUNDING_SPOTS ? 1 : 0;
+        const id = randomId('usr');
+        await t.run(`INSERT INTO users (user_id, eoa, email, created_at, invite_code, referred_by, founding) VALUES (?, ?, ?, ?, ?, ?, ?)`, [
+          id,
+          fields.eoa ?? null,
+          fields.email ?? null,
+          iso(nowMs),
+          base32(randomBytes(6), 8),
+          fields.referredBy ?? null,
+          founding,
+        ]);
+        return (await this.userRow(id, t))!;
+      },
+      { lock: 'users' },
+    );
   }
 
   /** Find the user signed in with this wallet (EIP-55 address), creating one on first sign-in. */
-  userForEoa(eoa: string, nowMs: number): UserRow {
-    const existing = this.db.prepare(`SELECT * FROM users WHERE eoa = ? AND deleted_at IS NULL`).get(eoa) as UserRow | undefined;
+  async userForEoa(eoa: string, nowMs: number): Promise<UserRow> {
+    const existing = await this.db.get<UserRow>(`SELECT * FROM users WHERE eoa = ? AND deleted_at IS NULL`, [eoa]);
     return existing ?? this.createUser({ eoa }, nowMs);
   }
 
   /** Find the user with this (lowercased) email, creating one on first sign-in. */
-  userForEmail(email: string, nowMs: number): UserRow {
+  async userForEmail(email: string, nowMs: number): Promise<UserRow> {
     const e = email.toLowerCase();
-    const existing = this.db.prepare(`SELECT * FROM users WHERE email = ? AND deleted_at IS NULL`).get(e) as UserRow | undefined;
+    const existing = await this.db.get<UserRow>(`SELECT * FROM users WHERE email = ? AND deleted_at IS NULL`, [e]);
     return existing ?? this.createUser({ email: e }, nowMs);
   }
 
-  record(userId: string): UserRecord | null {
-    const u = this.user(userId);
+  async record(userId: string): Promise<UserRecord | null> {
+    const u = await this.user(userId);
     if (!u) return null;
-    const claims = this.db.prepare(`SELECT proxy FROM proxy_claims WHERE user_id = ? ORDER BY claimed_at, proxy`).all(userId) as { proxy: string }[];
+    const claims = await this.db.all<{ proxy: string }>(`SELECT proxy FROM proxy_claims WHERE user_id = ? ORDER BY claimed_at, proxy`, [userId]);
     return {
       user_id: u.user_id,
       eoa: u.eoa,
@@ -213,8 +273,8 @@ export class AccountStore implements AccountDirectory {
    * PATCH /v1/auth/me: only the keys present change. A new email is not set here (the caller must prove they own
    * it: see confirmEmailChange); only `email: null` (removal) applies directly.
    */
-  updateProfile(userId: string, patch: { display_name?: string | null; email?: null; x_username?: string | null }): UserRow {
-    const u = this.user(userId);
+  async updateProfile(userId: string, patch: { display_name?: string | null; email?: null; x_username?: string | null }): Promise<UserRow> {
+    const u = await this.user(userId);
     if (!u) throw new AccountError('user_deleted', 'the account no longer exists');
     const next = {
       display_name: patch.display_name !== undefined ? patch.display_name : u.display_name,
@@ -222,54 +282,56 @@ export class AccountStore implements AccountDirectory {
       x_username: patch.x_username !== undefined ? patch.x_username : u.x_username,
     };
     try {
-      this.db.prepare(`UPDATE users SET display_name = ?, email = ?, x_username = ? WHERE user_id = ?`).run(next.display_name, next.email, next.x_username, userId);
+      await this.db.run(`UPDATE users SET display_name = ?, email = ?, x_username = ? WHERE user_id = ?`, [next.display_name, next.email, next.x_username, userId]);
     } catch (e) {
-      if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw new AccountError('email_taken', 'another account uses this email');
+      if (isUniqueViolation(e)) throw new AccountError('email_taken', 'another account uses this email');
       throw e;
     }
-    return this.user(userId)!;
+    return (await this.user(userId))!;
   }
 
   /**
    * Irreversible anonymization: identity fields, claims, sessions and keys go; the row stays as a tombstone so
    * nothing that referenced the id dangles. Returns false when the user was already gone.
    */
-  anonymize(userId: string, nowMs: number): boolean {
-    return this.db.transaction(() => {
-      const email = (this.db.prepare(`SELECT email FROM users WHERE user_id = ? AND deleted_at IS NULL`).get(userId) as { email: string | null } | undefined)?.email;
-      const r = this.db
-        .prepare(`UPDATE users SET eoa = NULL, email = NULL, display_name = NULL, x_username = NULL, deleted_at = ?, invite_code = ? WHERE user_id = ? AND deleted_at IS NULL`)
-        .run(iso(nowMs), `deleted-${randomBytes(8).toString('hex')}`, userId);
+  async anonymize(userId: string, nowMs: number): Promise<boolean> {
+    return this.db.tx(async (t) => {
+      const email = (await t.get<{ email: string | null }>(`SELECT email FROM users WHERE user_id = ? AND deleted_at IS NULL`, [userId]))?.email;
+      const r = await t.run(
+        `UPDATE users SET eoa = NULL, email = NULL, display_name = NULL, x_username = NULL, deleted_at = ?, invite_code = ? WHERE user_id = ? AND deleted_at IS NULL`,
+        [iso(nowMs), `deleted-${randomBytes(8).toString('hex')}`, userId],
+      );
       if (r.changes === 0) return false;
       // nothing that names the person stays behind, and no outstanding link can bring the account back
-      if (email) this.db.prepare(`DELETE FROM magic_tokens WHERE email = ?`).run(email);
-      this.db.prepare(`DELETE FROM magic_tokens WHERE user_id = ?`).run(userId);
-      this.db.prepare(`UPDATE api_keys SET label = '' WHERE user_id = ?`).run(userId);
-      this.db.prepare(`UPDATE sessions SET custodian_session_hash = NULL WHERE user_id = ?`).run(userId);
-      this.db.prepare(`UPDATE plan_changes SET note = NULL WHERE user_id = ?`).run(userId);
-      this.db.prepare(`DELETE FROM proxy_claims WHERE user_id = ?`).run(userId);
-      this.db.prepare(`UPDATE sessions SET revoked_ms = ? WHERE user_id = ? AND revoked_ms IS NULL`).run(nowMs, userId);
-      this.db.prepare(`UPDATE api_keys SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL`).run(iso(nowMs), userId);
+      if (email) await t.run(`DELETE FROM magic_tokens WHERE email = ?`, [email]);
+      await t.run(`DELETE FROM magic_tokens WHERE user_id = ?`, [userId]);
+      await t.run(`UPDATE api_keys SET label = '' WHERE user_id = ?`, [userId]);
+      await t.run(`UPDATE sessions SET custodian_session_hash = NULL WHERE user_id = ?`, [userId]);
+      await t.run(`UPDATE plan_changes SET note = NULL WHERE user_id = ?`, [userId]);
+      await t.run(`DELETE FROM proxy_claims WHERE user_id = ?`, [userId]);
+      await t.run(`UPDATE sessions SET revoked_ms = ? WHERE user_id = ? AND revoked_ms IS NULL`, [nowMs, userId]);
+      await t.run(`UPDATE api_keys SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL`, [iso(nowMs), userId]);
+      this.paidPlans.delete(userId);
       return true;
-    })();
+    });
   }
 
   /** Admin: set a user's plan (billing is outside the service). */
-  setPlan(userId: string, plan: PlanIdT, nowMs: number, note?: string): void {
+  async setPlan(userId: string, plan: PlanIdT, nowMs: number, note?: string): Promise<void> {
     PlanId.parse(plan);
-    this.db.transaction(() => {
-      const r = this.db.prepare(`UPDATE users SET plan = ? WHERE user_id = ? AND deleted_at IS NULL`).run(plan, userId);
+    await this.db.tx(async (t) => {
+      const r = await t.run(`UPDATE users SET plan = ? WHERE user_id = ? AND deleted_at IS NULL`, [plan, userId]);
       if (r.changes === 0) throw new AccountError('not_found', `no active user ${userId}`);
-      this.db.prepare(`INSERT INTO plan_changes (user_id, plan, changed_at, note) VALUES (?, ?, ?, ?)`).run(userId, plan, iso(nowMs), note ?? null);
-    })();
+      await t.run(`INSERT INTO plan_changes (user_id, plan, changed_at, note) VALUES (?, ?, ?, ?)`, [userId, plan, iso(nowMs), note ?? null]);
+    });
+    if (plan === 'free') this.paidPlans.delete(userId);
+    else this.paidPlans.set(userId, plan);
   }
 
   /** Admin lookup: by user id, EOA (any case) or email. */
-  findUser(ref: string): UserRow | null {
+  async findUser(ref: string): Promise<UserRow | null> {
     const r = ref.trim();
-    const row = this.db
-      .prepare(`SELECT * FROM users WHERE deleted_at IS NULL AND (user_id = ? OR lower(eoa) = lower(?) OR email = lower(?)) LIMIT 1`)
-      .get(r, r, r) as UserRow | undefined;
+    const row = await this.db.get<UserRow>(`SELECT * FROM users WHERE deleted_at IS NULL AND (user_id = ? OR lower(eoa) = lower(?) OR email = lower(?)) LIMIT 1`, [r, r, r]);
     return row ?? null;
   }
 
@@ -278,72 +340,90 @@ export class AccountStore implements AccountDirectory {
   // -------------------------------------------------------------------------------------------------------------
 
   /** A new session; returns the cookie token (shown once, stored hashed). */
-  createSession(userId: string, method: 'siwe' | 'magic', nowMs: number, custodianSession?: string): { token: string; session_id: string; expires_at: Date } {
+  async createSession(userId: string, method: 'siwe' | 'magic', nowMs: number, custodianSession?: string): Promise<{ token: string; session_id: string; expires_at: Date }> {
     const token = randomToken();
     const id = randomId('ses');
     const expires = nowMs + SESSION_ABSOLUTE_MS;
-    this.db
-      .prepare(`INSERT INTO sessions (session_id, token_hash, user_id, method, created_ms, last_seen_ms, expires_ms, custodian_session_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
-      .run(id, sha256(token), userId, method, nowMs, nowMs, expires, custodianSession ? sha256(custodianSession) : null);
+    await this.db.run(`INSERT INTO sessions (session_id, token_hash, user_id, method, created_ms, last_seen_ms, expires_ms, custodian_session_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, [
+      id,
+      sha256(token),
+      userId,
+      method,
+      nowMs,
+      nowMs,
+      expires,
+      custodianSession ? sha256(custodianSession) : null,
+    ]);
     return { token, session_id: id, expires_at: new Date(Math.min(expires, nowMs + SESSION_IDLE_MS)) };
   }
 
   /** The live session behind a cookie token (and a touch of its idle clock), or null. */
-  session(token: string, nowMs: number): SessionInfo | null {
-    const s = this.db
-      .prepare(
-        `SELECT s.session_id, s.user_id, s.last_seen_ms, s.expires_ms, u.plan FROM sessions s JOIN users u USING (user_id)
-         WHERE s.token_hash = ? AND s.revoked_ms IS NULL AND u.deleted_at IS NULL`,
-      )
-      .get(sha256(token)) as { session_id: string; user_id: string; last_seen_ms: number; expires_ms: number; plan: PlanIdT } | undefined;
+  async session(token: string, nowMs: number): Promise<SessionInfo | null> {
+    const s = await this.db.get<{ session_id: string; user_id: string; last_seen_ms: number; expires_ms: number; plan: PlanIdT }>(
+      `SELECT s.session_id, s.user_id, s.last_seen_ms, s.expires_ms, u.plan FROM sessions s JOIN users u USING (user_id)
+       WHERE s.token_hash = ? AND s.revoked_ms IS NULL AND u.deleted_at IS NULL`,
+      [sha256(token)],
+    );
     if (!s || nowMs >= s.expires_ms || nowMs - s.last_seen_ms >= SESSION_IDLE_MS) return null;
-    if (nowMs - s.last_seen_ms >= TOUCH_EVERY_MS) this.db.prepare(`UPDATE sessions SET last_seen_ms = ? WHERE session_id = ?`).run(nowMs, s.session_id);
+    if (nowMs - s.last_seen_ms >= TOUCH_EVERY_MS) await this.db.run(`UPDATE sessions SET last_seen_ms = ? WHERE session_id = ?`, [nowMs, s.session_id]);
     return { session_id: s.session_id, user_id: s.user_id, plan: s.plan, expires_at: new Date(Math.min(s.expires_ms, nowMs + SESSION_IDLE_MS)) };
   }
 
-  revokeSession(sessionId: string, nowMs: number): boolean {
-    return this.db.prepare(`UPDATE sessions SET revoked_ms = ? WHERE session_id = ? AND revoked_ms IS NULL`).run(nowMs, sessionId).changes === 1;
+  async revokeSession(sessionId: string, nowMs: number): Promise<boolean> {
+    return (await this.db.run(`UPDATE sessions SET revoked_ms = ? WHERE session_id = ? AND revoked_ms IS NULL`, [nowMs, sessionId])).changes === 1;
   }
 
   /** Revoke every live session of a user; returns how many were live. */
-  revokeAllSessions(userId: string, nowMs: number): number {
-    return this.db
-      .prepare(`UPDATE sessions SET revoked_ms = ? WHERE user_id = ? AND revoked_ms IS NULL AND expires_ms > ? AND last_seen_ms > ?`)
-      .run(nowMs, userId, nowMs, nowMs - SESSION_IDLE_MS).changes;
+  async revokeAllSessions(userId: string, nowMs: number): Promise<number> {
+    return (
+      await this.db.run(`UPDATE sessions SET revoked_ms = ? WHERE user_id = ? AND revoked_ms IS NULL AND expires_ms > ? AND last_seen_ms > ?`, [
+        nowMs,
+        userId,
+        nowMs,
+        nowMs - SESSION_IDLE_MS,
+      ])
+    ).changes;
   }
 
   // -------------------------------------------------------------------------------------------------------------
   // SIWE nonces and magic-link tokens: issued, then consumed at most once
   // -------------------------------------------------------------------------------------------------------------
 
-  issueNonce(nonce: string, nowMs: number): Date {
-    this.db.prepare(`INSERT INTO siwe_nonces (nonce, issued_ms, expires_ms) VALUES (?, ?, ?)`).run(nonce, nowMs, nowMs + NONCE_TTL_MS);
+  async issueNonce(nonce: string, nowMs: number): Promise<Date> {
+    await this.db.run(`INSERT INTO siwe_nonces (nonce, issued_ms, expires_ms) VALUES (?, ?, ?)`, [nonce, nowMs, nowMs + NONCE_TTL_MS]);
     return new Date(nowMs + NONCE_TTL_MS);
   }
 
   /** True exactly once for an issued, unexpired nonce. */
-  consumeNonce(nonce: string, nowMs: number): boolean {
-    return this.db.prepare(`UPDATE siwe_nonces SET consumed_ms = ? WHERE nonce = ? AND consumed_ms IS NULL AND expires_ms > ?`).run(nowMs, nonce, nowMs).changes === 1;
+  async consumeNonce(nonce: string, nowMs: number): Promise<boolean> {
+    return (await this.db.run(`UPDATE siwe_nonces SET consumed_ms = ? WHERE nonce = ? AND consumed_ms IS NULL AND expires_ms > ?`, [nowMs, nonce, nowMs])).changes === 1;
   }
 
   /** Whether a nonce was issued, is unexpired and unused (a cheap check before the signature; consume decides). */
-  nonceLive(nonce: string, nowMs: number): boolean {
-    return this.db.prepare(`SELECT 1 FROM siwe_nonces WHERE nonce = ? AND consumed_ms IS NULL AND expires_ms > ?`).get(nonce, nowMs) !== undefined;
+  async nonceLive(nonce: string, nowMs: number): Promise<boolean> {
+    return (await this.db.get(`SELECT 1 AS one FROM siwe_nonces WHERE nonce = ? AND consumed_ms IS NULL AND expires_ms > ?`, [nonce, nowMs])) !== undefined;
   }
 
-  issueMagicToken(email: string, next: string | null, nowMs: number, emailChangeFor?: string): string {
+  async issueMagicToken(email: string, next: string | null, nowMs: number, emailChangeFor?: string): Promise<string> {
     const token = randomToken();
-    this.db
-      .prepare(`INSERT INTO magic_tokens (token_hash, email, next, issued_ms, expires_ms, purpose, user_id) VALUES (?, ?, ?, ?, ?, ?, ?)`)
-      .run(sha256(token), email.toLowerCase(), next, nowMs, nowMs + MAGIC_TOKEN_TTL_MS, emailChangeFor ? 'email_change' : 'signin', emailChangeFor ?? null);
+    await this.db.run(`INSERT INTO magic_tokens (token_hash, email, next, issued_ms, expires_ms, purpose, user_id) VALUES (?, ?, ?, ?, ?, ?, ?)`, [
+      sha256(token),
+      email.toLowerCase(),
+      next,
+      nowMs,
+      nowMs + MAGIC_TOKEN_TTL_MS,
+      emailChangeFor ? 'email_change' : 'signin',
+      emailChangeFor ?? null,
+    ]);
     return token;
   }
 
   /** The email and next path of an issued, unexpired, unused sign-in token — once. */
-  consumeMagicToken(token: string, nowMs: number): { email: string; next: string | null } | null {
-    const row = this.db
-      .prepare(`UPDATE magic_tokens SET consumed_ms = ? WHERE token_hash = ? AND consumed_ms IS NULL AND expires_ms > ? AND purpose = 'signin' RETURNING email, next`)
-      .get(nowMs, sha256(token), nowMs) as { email: string; next: string | null } | undefined;
+  async consumeMagicToken(token: string, nowMs: number): Promise<{ email: string; next: string | null } | null> {
+    const row = await this.db.get<{ email: string; next: string | null }>(
+      `UPDATE magic_tokens SET consumed_ms = ? WHERE token_hash = ? AND consumed_ms IS NULL AND expires_ms > ? AND purpose = 'signin' RETURNING email, next`,
+      [nowMs, sha256(token), nowMs],
+    );
     return row ?? null;
   }
 
@@ -351,87 +431,94 @@ export class AccountStore implements AccountDirectory {
    * Confirm an email change: the token was mailed to the new address, so using it proves the user owns it. Once;
    * null for a dead token; AccountError email_taken when another account took the address meanwhile.
    */
-  confirmEmailChange(token: string, nowMs: number): { user_id: string; email: string } | null {
-    return this.db.transaction(() => {
-      const row = this.db
-        .prepare(`UPDATE magic_tokens SET consumed_ms = ? WHERE token_hash = ? AND consumed_ms IS NULL AND expires_ms > ? AND purpose = 'email_change' RETURNING email, user_id`)
-        .get(nowMs, sha256(token), nowMs) as { email: string; user_id: string } | undefined;
-      if (!row || !this.user(row.user_id)) return null;
+  async confirmEmailChange(token: string, nowMs: number): Promise<{ user_id: string; email: string } | null> {
+    return this.db.tx(async (t) => {
+      const row = await t.get<{ email: string; user_id: string }>(
+        `UPDATE magic_tokens SET consumed_ms = ? WHERE token_hash = ? AND consumed_ms IS NULL AND expires_ms > ? AND purpose = 'email_change' RETURNING email, user_id`,
+        [nowMs, sha256(token), nowMs],
+      );
+      const u = row ? await this.userRow(row.user_id, t) : undefined;
+      if (!row || !u || u.deleted_at) return null;
       try {
-        this.db.prepare(`UPDATE users SET email = ? WHERE user_id = ?`).run(row.email, row.user_id);
+        await t.run(`UPDATE users SET email = ? WHERE user_id = ?`, [row.email, row.user_id]);
       } catch (e) {
-        if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw new AccountError('email_taken', 'another account uses this email');
+        if (isUniqueViolation(e)) throw new AccountError('email_taken', 'another account uses this email');
         throw e;
       }
       return row;
-    })();
+    });
   }
 
   /** Drop nonces and tokens that can no longer be used (kept a day for audit). */
-  purgeExpired(nowMs: number): void {
+  async purgeExpired(nowMs: number): Promise<void> {
     const cutoff = nowMs - 24 * 3600_000;
-    this.db.prepare(`DELETE FROM siwe_nonces WHERE expires_ms < ?`).run(cutoff);
-    this.db.prepare(`DELETE FROM magic_tokens WHERE expires_ms < ?`).run(cutoff);
+    await this.db.run(`DELETE FROM siwe_nonces WHERE expires_ms < ?`, [cutoff]);
+    await this.db.run(`DELETE FROM magic_tokens WHERE expires_ms < ?`, [cutoff]);
   }
 
   // -------------------------------------------------------------------------------------------------------------
   // API keys
   // -------------------------------------------------------------------------------------------------------------
 
-  mintApiKey(userId: string, label: string, nowMs: number): { key: string; info: ApiKeyInfo } {
-    return this.db.transaction(() => {
-      if (!this.user(userId)) throw new AccountError('user_deleted', 'the account no longer exists');
-      const active = (this.db.prepare(`SELECT count(*) AS n FROM api_keys WHERE user_id = ? AND revoked_at IS NULL`).get(userId) as { n: number }).n;
-      if (active >= MAX_ACTIVE_KEYS) throw new AccountError('key_limit', `at most ${MAX_ACTIVE_KEYS} active keys; revoke one first`);
-      const key = API_KEY_PREFIX + base32(randomBytes(17), 26);
-      const id = randomId('key');
-      this.db
-        .prepare(`INSERT INTO api_keys (key_id, user_id, key_hash, prefix, label, created_at) VALUES (?, ?, ?, ?, ?, ?)`)
-        .run(id, userId, sha256(key), key.slice(0, DISPLAY_PREFIX_LEN), label, iso(nowMs));
-      return { key, info: this.keyInfo(id)! };
-    }).immediate();
+  async mintApiKey(userId: string, label: string, nowMs: number): Promise<{ key: string; info: ApiKeyInfo }> {
+    return this.db.tx(
+      async (t) => {
+        const u = await this.userRow(userId, t);
+        if (!u || u.deleted_at) throw new AccountError('user_deleted', 'the account no longer exists');
+        const active = (await t.get<{ n: number }>(`SELECT count(*) AS n FROM api_keys WHERE user_id = ? AND revoked_at IS NULL`, [userId]))!.n;
+        if (active >= MAX_ACTIVE_KEYS) throw new AccountError('key_limit', `at most ${MAX_ACTIVE_KEYS} active keys; revoke one first`);
+        const key = API_KEY_PREFIX + base32(randomBytes(17), 26);
+        const id = randomId('key');
+        await t.run(`INSERT INTO api_keys (key_id, user_id, key_hash, prefix, label, created_at) VALUES (?, ?, ?, ?, ?, ?)`, [id, userId, sha256(key), key.slice(0, DISPLAY_PREFIX_LEN), label, iso(nowMs)]);
+        return { key, info: (await this.keyInfo(id, t))! };
+      },
+      { lock: `api_keys:${userId}` },
+    );
   }
 
-  private keyInfo(keyId: string): ApiKeyInfo | null {
-    const r = this.db.prepare(`SELECT key_id, label, prefix, created_at, last_used_ms, revoked_at FROM api_keys WHERE key_id = ?`).get(keyId) as
-      | { key_id: string; label: string; prefix: string; created_at: string; last_used_ms: number | null; revoked_at: string | null }
-      | undefined;
-    return r ? { id: r.key_id, label: r.label, prefix: r.prefix, created_at: r.created_at, last_used_at: r.last_used_ms === null ? null : iso(r.last_used_ms), revoked_at: r.revoked_at } : null;
+  private async keyInfo(keyId: string, db: SqlDb = this.db): Promise<ApiKeyInfo | null> {
+    const r = await db.get<{ key_id: string; label: string; prefix: string; created_at: string; last_used_ms: number | null; revoked_at: string | null }>(
+      `SELECT key_id, label, prefix, created_at, last_used_ms, revoked_at FROM api_keys WHERE key_id = ?`,
+      [keyId],
+    );
+    return r ? toKeyInfo(r) : null;
   }
 
-  listApiKeys(userId: string): ApiKeyInfo[] {
-    const ids = this.db.prepare(`SELECT key_id FROM api_keys WHERE user_id = ? ORDER BY created_at DESC, key_id`).all(userId) as { key_id: string }[];
-    return ids.map((r) => this.keyInfo(r.key_id)!);
+  async listApiKeys(userId: string): Promise<ApiKeyInfo[]> {
+    const rows = await this.db.all<{ key_id: string; label: string; prefix: string; created_at: string; last_used_ms: number | null; revoked_at: string | null }>(
+      `SELECT key_id, label, prefix, created_at, last_used_ms, revoked_at FROM api_keys WHERE user_id = ? ORDER BY created_at DESC, key_id`,
+      [userId],
+    );
+    return rows.map(toKeyInfo);
   }
 
   /** Revoke one of the user's keys; false when it is not theirs or already revoked. */
-  revokeApiKey(userId: string, keyId: string, nowMs: number): boolean {
-    return this.db.prepare(`UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND user_id = ? AND revoked_at IS NULL`).run(iso(nowMs), keyId, userId).changes === 1;
+  async revokeApiKey(userId: string, keyId: string, nowMs: number): Promise<boolean> {
+    return (await this.db.run(`UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND user_id = ? AND revoked_at IS NULL`, [iso(nowMs), keyId, userId])).changes === 1;
   }
 
   /** The live key's owner and plan, or null (revoked, unknown, or the owner deleted their account). */
-  authenticateKey(key: string, nowMs: number): { key_id: string; user_id: string; plan: PlanIdT } | null {
+  async authenticateKey(key: string, nowMs: number): Promise<{ key_id: string; user_id: string; plan: PlanIdT } | null> {
     if (!API_KEY_RE.test(key)) return null;
-    const r = this.db
-      .prepare(
-        `SELECT k.key_id, k.user_id, k.last_used_ms, u.plan FROM api_keys k JOIN users u USING (user_id)
-         WHERE k.key_hash = ? AND k.revoked_at IS NULL AND u.deleted_at IS NULL`,
-      )
-      .get(sha256(key)) as { key_id: string; user_id: string; last_used_ms: number | null; plan: PlanIdT } | undefined;
+    const r = await this.db.get<{ key_id: string; user_id: string; last_used_ms: number | null; plan: PlanIdT }>(
+      `SELECT k.key_id, k.user_id, k.last_used_ms, u.plan FROM api_keys k JOIN users u USING (user_id)
+       WHERE k.key_hash = ? AND k.revoked_at IS NULL AND u.deleted_at IS NULL`,
+      [sha256(key)],
+    );
     if (!r) return null;
-    if (r.last_used_ms === null || nowMs - r.last_used_ms >= TOUCH_EVERY_MS) this.db.prepare(`UPDATE api_keys SET last_used_ms = ? WHERE key_id = ?`).run(nowMs, r.key_id);
+    if (r.last_used_ms === null || nowMs - r.last_used_ms >= TOUCH_EVERY_MS) await this.db.run(`UPDATE api_keys SET last_used_ms = ? WHERE key_id = ?`, [nowMs, r.key_id]);
     return { key_id: r.key_id, user_id: r.user_id, plan: r.plan };
   }
 
   /** Who a request's headers identify (a Bearer key, else the session cookie), for surfaces outside the REST app. */
-  identify(authorization: string | undefined, cookieHeader: string | undefined, nowMs: number): { user_id: string; plan: PlanIdT } | null {
+  async identify(authorization: string | undefined, cookieHeader: string | undefined, nowMs: number): Promise<{ user_id: string; plan: PlanIdT } | null> {
     if (authorization !== undefined) {
       const m = /^Bearer +(\S+) *$/i.exec(authorization);
-      const k = m ? this.authenticateKey(m[1]!, nowMs) : null;
+      const k = m ? await this.authenticateKey(m[1]!, nowMs) : null;
       return k ? { user_id: k.user_id, plan: k.plan } : null;
     }
     const token = readCookie(cookieHeader, SESSION_COOKIE);
-    const s = token && token.length <= 128 ? this.session(token, nowMs) : null;
+    const s = token && token.length <= 128 ? await this.session(token, nowMs) : null;
     return s ? { user_id: s.user_id, plan: s.plan } : null;
   }
 
@@ -440,34 +527,45 @@ export class AccountStore implements AccountDirectory {
   // -------------------------------------------------------------------------------------------------------------
 
   /** Record that the user proved control of these proxies (lowercase); a proxy already claimed keeps its claimant. */
-  claimProxies(userId: string, proxies: readonly string[], method: string, nowMs: number): number {
-    const ins = this.db.prepare(`INSERT OR IGNORE INTO proxy_claims (proxy, user_id, method, claimed_at) VALUES (?, ?, ?, ?)`);
-    return this.db.transaction(() => proxies.reduce((n, p) => n + ins.run(p.toLowerCase(), userId, method, iso(nowMs)).changes, 0))();
+  async claimProxies(userId: string, proxies: readonly string[], method: string, nowMs: number): Promise<number> {
+    return this.db.tx(async (t) => {
+      let n = 0;
+      for (const p of proxies) {
+        n += (await t.run(`INSERT INTO proxy_claims (proxy, user_id, method, claimed_at) VALUES (?, ?, ?, ?) ON CONFLICT (proxy) DO NOTHING`, [p.toLowerCase(), userId, method, iso(nowMs)])).changes;
+      }
+      return n;
+    });
   }
 
-  referrer(code: string): { display_name: string | null; x_username: string | null } | null {
-    const r = this.db.prepare(`SELECT display_name, x_username FROM users WHERE invite_code = ? AND deleted_at IS NULL`).get(code) as
-      | { display_name: string | null; x_username: string | null }
-      | undefined;
+  async referrer(code: string): Promise<{ display_name: string | null; x_username: string | null } | null> {
+    const r = await this.db.get<{ display_name: string | null; x_username: string | null }>(`SELECT display_name, x_username FROM users WHERE invite_code = ? AND deleted_at IS NULL`, [code]);
     return r ?? null;
   }
 
-  claimsFor(addresses: readonly string[]): Map<string, ProxyClaim> {
+  async claimsFor(addresses: readonly string[]): Promise<Map<string, ProxyClaim>> {
     const out = new Map<string, ProxyClaim>();
-    if (!addresses.length) return out;
-    const stmt = this.db.prepare(
+    const wanted = [...new Set(addresses.map((x) => x.toLowerCase()))];
+    if (!wanted.length) return out;
+    const rows = await this.db.all<{ proxy: string; eoa: string | null; x_username: string | null; display_name: string | null; founding: number }>(
       `SELECT c.proxy, u.eoa, u.x_username, u.display_name, u.founding FROM proxy_claims c JOIN users u USING (user_id)
-       WHERE c.proxy = ? AND u.deleted_at IS NULL`,
+       WHERE c.proxy IN (${wanted.map(() => '?').join(', ')}) AND u.deleted_at IS NULL`,
+      wanted,
     );
-    for (const a of new Set(addresses.map((x) => x.toLowerCase()))) {
-      const r = stmt.get(a) as { proxy: string; eoa: string | null; x_username: string | null; display_name: string | null; founding: number } | undefined;
-      if (r) out.set(r.proxy, { claimed: true, founding: r.founding === 1, eoa: r.eoa, x_username: r.x_username, display_name: r.display_name });
-    }
+    for (const r of rows) out.set(r.proxy, { claimed: true, founding: r.founding === 1, eoa: r.eoa, x_username: r.x_username, display_name: r.display_name });
     return out;
   }
 
-  founding(): FoundingStatus {
-    const n = (this.db.prepare(`SELECT count(*) AS n FROM users WHERE founding = 1`).get() as { n: number }).n;
+  async founding(): Promise<FoundingStatus> {
+    const n = (await this.db.get<{ n: number }>(`SELECT count(*) AS n FROM users WHERE founding = 1`))!.n;
     return { spots_total: FOUNDING_SPOTS, spots_claimed: n, spots_remaining: Math.max(0, FOUNDING_SPOTS - n), open: n < FOUNDING_SPOTS };
   }
 }
+
+const toKeyInfo = (r: { key_id: string; label: string; prefix: string; created_at: string; last_used_ms: number | null; revoked_at: string | null }): ApiKeyInfo => ({
+  id: r.key_id,
+  label: r.label,
+  prefix: r.prefix,
+  created_at: r.created_at,
+  last_used_at: r.last_used_ms === null ? null : iso(r.last_used_ms),
+  revoked_at: r.revoked_at,
+});

@@ -29,7 +29,7 @@ export interface StreamPrincipal {
 
 export interface StreamDeps {
   /** who is connecting (from the upgrade request's headers), or null */
-  authenticate: (req: IncomingMessage) => StreamPrincipal | null;
+  authenticate: (req: IncomingMessage) => StreamPrincipal | null | Promise<StreamPrincipal | null>;
   now?: () => Date;
   heartbeatMs?: number;
 }
@@ -68,10 +68,12 @@ export class FillStream {
         const body = JSON.stringify({ error: code, message });
         socket.end(`HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : 'Too Many Requests'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
       };
-      const who = this.deps.authenticate(req);
-      if (!who) return refuse(401, 'auth_required', 'send Authorization: Bearer <API key> or the session cookie');
-      if ((this.perUser.get(who.userId) ?? 0) >= who.maxConnections) return refuse(429, 'rate_limited', `at most ${who.maxConnections} stream connections at once`);
-      this.wss.handleUpgrade(req, socket, head, (ws) => this.open(ws, who));
+      void (async () => {
+        const who = await this.deps.authenticate(req);
+        if (!who) return refuse(401, 'auth_required', 'send Authorization: Bearer <API key> or the session cookie');
+        if ((this.perUser.get(who.userId) ?? 0) >= who.maxConnections) return refuse(429, 'rate_limited', `at most ${who.maxConnections} stream connections at once`);
+        this.wss.handleUpgrade(req, socket, head, (ws) => this.open(ws, who));
+      })().catch(() => socket.destroy());
     });
   }
 

@@ -249,7 +249,7 @@ export function mcpRouter(deps: McpRouterDeps): express.Router {
       };
       const m = /^Bearer +(\S+) *$/i.exec(authz);
       if (!m) return unauthorized('invalid_authorization', 'Authorization must be "Bearer <API key>"');
-      const k = deps.accounts.authenticateKey(m[1]!, wallNow().getTime());
+      const k = await deps.accounts.authenticateKey(m[1]!, wallNow().getTime());
       if (!k) return unauthorized('invalid_api_key', 'the API key is unknown or revoked');
       authorize = planAccess(k.plan);
     } else {

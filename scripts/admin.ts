@@ -5,22 +5,24 @@
  *   npm run admin -- show <user id | email | 0x address>
  *   npm run admin -- set-plan <user id | email | 0x address> <free|pro|quant|desk> [--note "invoice 123"]
  *
- * The store is the service's SQLite file: --db PATH, or $SERVICE_DB, or the service.sqlite of the venue `npm start`
- * serves with the same environment (VENUE, DATA_DIR; the demo venue by default).
+ * The store is the service's database: --db PATH-or-URL, or $DATABASE_URL (PostgreSQL), or $SERVICE_DB, or the
+ * service.sqlite of the venue `npm start` serves with the same environment (VENUE, DATA_DIR; the demo venue by default).
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { PLANS, PlanId } from '../core/plans.ts';
 import { AccountStore } from '../data/account-store.ts';
+import { isPostgresUrl } from '../data/sql/db.ts';
 import { venueRoot } from '../data/venue-select.ts';
 
 export function defaultServiceDb(env: NodeJS.ProcessEnv): string {
+  if (env.DATABASE_URL) return env.DATABASE_URL;
   if (env.SERVICE_DB) return env.SERVICE_DB;
   // the venue npm start serves with the same environment (VENUE, DATA_DIR, DEMO_*)
   return join(venueRoot(env), 'service.sqlite');
 }
 
-export function runAdmin(argv: string[], env: NodeJS.ProcessEnv, out: (line: string) => void): number {
+export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv, out: (line: string) => void): Promise<number> {
   const args = [...argv];
   const flag = (name: string) => {
     const i = args.indexOf(name);
@@ -40,13 +42,13 @@ export function runAdmin(argv: string[], env: NodeJS.ProcessEnv, out: (line: str
     out('usage: admin plans | show <user> | set-plan <user> <free|pro|quant|desk> [--note TEXT] [--db PATH]');
     return 2;
   }
-  if (!existsSync(dbPath)) {
+  if (!isPostgresUrl(dbPath) && !existsSync(dbPath)) {
     out(`no service database at ${dbPath} (start the service once, or pass --db)`);
     return 1;
   }
-  const store = new AccountStore(dbPath);
+  const store = await AccountStore.open(dbPath);
   try {
-    const user = store.findUser(ref);
+    const user = await store.findUser(ref);
     if (!user) {
       out(`no active user matches ${ref}`);
       return 1;
@@ -57,15 +59,15 @@ export function runAdmin(argv: string[], env: NodeJS.ProcessEnv, out: (line: str
         out(`unknown plan ${plan}; plans: ${Object.keys(PLANS).join(', ')}`);
         return 2;
       }
-      store.setPlan(user.user_id, parsed.data, Date.now(), note);
+      await store.setPlan(user.user_id, parsed.data, Date.now(), note);
       out(`${user.user_id}: plan ${user.plan} -> ${parsed.data}`);
       return 0;
     }
-    out(JSON.stringify({ ...store.record(user.user_id), plan: user.plan }, null, 2));
+    out(JSON.stringify({ ...(await store.record(user.user_id)), plan: user.plan }, null, 2));
     return 0;
   } finally {
-    store.close();
+    await store.close();
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) process.exit(runAdmin(process.argv.slice(2), process.env, (l) => console.log(l)));
+if (import.meta.url === `file://${process.argv[1]}`) process.exit(await runAdmin(process.argv.slice(2), process.env, (l) => console.log(l)));

@@ -111,14 +111,14 @@ export function authenticate(deps: AuthDeps): RequestHandler {
     if (authz !== undefined) {
       const m = /^Bearer +(\S+) *$/i.exec(authz);
       if (!m) return failed(req, res, new ApiError(401, 'invalid_authorization', 'Authorization must be "Bearer <API key>"'));
-      const k = deps.store.authenticateKey(m[1]!, nowMs);
+      const k = await deps.store.authenticateKey(m[1]!, nowMs);
       if (!k) return failed(req, res, new ApiError(401, 'invalid_api_key', 'the API key is unknown or revoked'));
       res.locals.principal = principalFor('api_key', k.user_id, k.plan, { keyId: k.key_id });
       return next();
     }
     const token = readCookie(req.headers.cookie, SESSION_COOKIE);
     if (token) {
-      const s = token.length <= 128 ? deps.store.session(token, nowMs) : null;
+      const s = token.length <= 128 ? await deps.store.session(token, nowMs) : null;
       if (!s) clearSessionCookie(res);
       else {
         const origin = req.get('origin');
@@ -237,10 +237,10 @@ export function authRouter(deps: AuthDeps): Router {
   const r = express.Router();
   const nowMs = () => deps.now().getTime();
 
-  r.post('/siwe/nonce', deps.limiter.perIp('nonceIp'), (req, res) => {
+  r.post('/siwe/nonce', deps.limiter.perIp('nonceIp'), async (req, res) => {
     NoBody.parse(req.body);
     const nonce = generateSiweNonce();
-    const expires = deps.store.issueNonce(nonce, nowMs());
+    const expires = await deps.store.issueNonce(nonce, nowMs());
     res.setHeader('Cache-Control', 'no-store');
     res.json({ nonce, expires_at: expires.toISOString() });
   });
@@ -257,16 +257,16 @@ export function authRouter(deps: AuthDeps): Router {
     if (grammar) throw new ApiError(400, 'invalid_siwe_message', 'the message is not a canonical EIP-4361 message', grammar);
     const address = checkSiweFields(msg, deps.config, nowMs());
     // cheap check first, so an unissued nonce never costs a signature check (or an RPC call)
-    if (!deps.store.nonceLive(msg.nonce!, nowMs())) throw reject('invalid_nonce', 'the nonce is unknown, expired or already used', 'request a new nonce');
+    if (!(await deps.store.nonceLive(msg.nonce!, nowMs()))) throw reject('invalid_nonce', 'the nonce is unknown, expired or already used', 'request a new nonce');
     if (!(await verifySignature(address, body.message, body.signature as Hex, deps.config)))
       throw reject('invalid_signature', 'the signature does not match the message and address', deps.config.rpcUrl ? undefined : 'smart-wallet (EIP-1271/6492) signatures verify only when the service has an RPC endpoint');
     // consumed last, atomically: of two requests racing with one nonce exactly one passes this line
-    if (!deps.store.consumeNonce(msg.nonce!, nowMs())) throw reject('invalid_nonce', 'the nonce is unknown, expired or already used', 'request a new nonce');
-    const user = deps.store.userForEoa(address, nowMs());
+    if (!(await deps.store.consumeNonce(msg.nonce!, nowMs()))) throw reject('invalid_nonce', 'the nonce is unknown, expired or already used', 'request a new nonce');
+    const user = await deps.store.userForEoa(address, nowMs());
     // the signer proved control of its address; if that address trades on the venue, it is a claimed proxy
     const venue = await deps.db.all<{ address: string }>(`SELECT address FROM wallets WHERE address = $1`, [address.toLowerCase()]);
-    if (venue.length) deps.store.claimProxies(user.user_id, venue.map((v) => v.address), 'siwe', nowMs());
-    const s = deps.store.createSession(user.user_id, 'siwe', nowMs(), body.custodian_session);
+    if (venue.length) await deps.store.claimProxies(user.user_id, venue.map((v) => v.address), 'siwe', nowMs());
+    const s = await deps.store.createSession(user.user_id, 'siwe', nowMs(), body.custodian_session);
     setSessionCookie(res, s.token);
     res.setHeader('Cache-Control', 'no-store');
     res.json({ ok: true, user_id: user.user_id, eoa: address, expires_at: s.expires_at.toISOString() });
@@ -277,68 +277,68 @@ export function authRouter(deps: AuthDeps): Router {
     const email = body.email.toLowerCase();
     await deps.limiter.take(deps.limiter.rule('magicEmail'), email, res);
     if (!deps.mailer.available) throw new ApiError(503, 'mail_unavailable', 'sign-in by email is not configured on this server', 'set SMTP_URL');
-    const token = deps.store.issueMagicToken(email, body.next ?? null, nowMs());
+    const token = await deps.store.issueMagicToken(email, body.next ?? null, nowMs());
     const link = `${deps.config.origin}/v1/auth/magic/callback?token=${encodeURIComponent(token)}`;
     await sendOrLog(deps.mailer, magicLinkMail(email, link, MAGIC_TOKEN_TTL_MS / 60_000), res);
     res.setHeader('Cache-Control', 'no-store');
     res.json(deps.mailer.devLinks ? { ok: true, dev_link: link } : { ok: true });
   });
 
-  r.get('/magic/callback', (req, res) => {
+  r.get('/magic/callback', async (req, res) => {
     const q = MagicCallbackQuery.parse(req.query);
-    const t = deps.store.consumeMagicToken(q.token, nowMs());
+    const t = await deps.store.consumeMagicToken(q.token, nowMs());
     if (!t) throw new ApiError(400, 'invalid_token', 'the sign-in link is invalid, expired or already used', 'ask for a new link');
-    const user = deps.store.userForEmail(t.email, nowMs());
-    const s = deps.store.createSession(user.user_id, 'magic', nowMs());
+    const user = await deps.store.userForEmail(t.email, nowMs());
+    const s = await deps.store.createSession(user.user_id, 'magic', nowMs());
     setSessionCookie(res, s.token);
     res.setHeader('Cache-Control', 'no-store');
     res.redirect(302, t.next ?? '/');
   });
 
-  r.post('/logout', (req, res) => {
+  r.post('/logout', async (req, res) => {
     NoBody.parse(req.body);
     const p = principalOf(res);
     if (p.kind !== 'session' || !p.sessionId) throw new ApiError(401, 'auth_required', 'no session to end', 'logout ends the session of the cookie it is sent with');
-    deps.store.revokeSession(p.sessionId, nowMs());
+    await deps.store.revokeSession(p.sessionId, nowMs());
     clearSessionCookie(res);
     res.json({ ok: true });
   });
 
-  r.post('/logout-all', (req, res) => {
+  r.post('/logout-all', async (req, res) => {
     NoBody.parse(req.body);
     const p = requireAuth(res);
-    const revoked = deps.store.revokeAllSessions(p.userId, nowMs());
+    const revoked = await deps.store.revokeAllSessions(p.userId, nowMs());
     if (p.kind === 'session') clearSessionCookie(res);
     res.json({ ok: true, revoked });
   });
 
-  r.get('/me', (_req, res) => {
+  r.get('/me', async (_req, res) => {
     const p = principalOf(res);
     res.setHeader('Cache-Control', 'no-store');
-    res.json({ user: p.userId ? deps.store.record(p.userId) : null });
+    res.json({ user: p.userId ? await deps.store.record(p.userId) : null });
   });
 
   r.patch('/me', async (req, res) => {
     const p = requireSession(res);
     const body = parseBody(PatchMeBody, req);
     const { email, ...rest } = body;
-    const user = deps.store.updateProfile(p.userId, { ...rest, ...(email === null ? { email: null } : {}) });
+    const user = await deps.store.updateProfile(p.userId, { ...rest, ...(email === null ? { email: null } : {}) });
     // a new email takes effect when the link mailed to it is used: whoever changes it must own it
     const wanted = email?.toLowerCase();
     if (wanted && wanted !== user.email) {
       await deps.limiter.take(deps.limiter.rule('magicEmail'), wanted, res);
-      const token = deps.store.issueMagicToken(wanted, null, nowMs(), p.userId);
+      const token = await deps.store.issueMagicToken(wanted, null, nowMs(), p.userId);
       const link = `${deps.config.origin}/v1/auth/email/confirm?token=${encodeURIComponent(token)}`;
       await sendOrLog(deps.mailer, emailChangeMail(wanted, link, MAGIC_TOKEN_TTL_MS / 60_000), res);
     }
     res.json({ user: shortRecord(user) });
   });
 
-  r.get('/email/confirm', (req, res) => {
+  r.get('/email/confirm', async (req, res) => {
     const q = MagicCallbackQuery.parse(req.query);
     let done: { user_id: string; email: string } | null;
     try {
-      done = deps.store.confirmEmailChange(q.token, nowMs());
+      done = await deps.store.confirmEmailChange(q.token, nowMs());
     } catch (e) {
       if (e instanceof AccountError && e.code === 'email_taken') throw new ApiError(409, 'email_taken', e.message);
       throw e;
@@ -348,10 +348,10 @@ export function authRouter(deps: AuthDeps): Router {
     res.redirect(302, '/');
   });
 
-  r.delete('/me', (req, res) => {
+  r.delete('/me', async (req, res) => {
     const p = requireSession(res);
     parseBody(DeleteMeBody, req);
-    deps.store.anonymize(p.userId, nowMs());
+    await deps.store.anonymize(p.userId, nowMs());
     clearSessionCookie(res);
     res.json({ deleted: true });
   });
@@ -380,9 +380,9 @@ export function accountRouter(deps: AuthDeps): Router {
   const r = express.Router();
   const nowMs = () => deps.now().getTime();
 
-  r.get('/api-keys', (_req, res) => {
+  r.get('/api-keys', async (_req, res) => {
     const p = requireAuth(res);
-    res.json({ rows: deps.store.listApiKeys(p.userId) });
+    res.json({ rows: await deps.store.listApiKeys(p.userId) });
   });
 
   r.post('/api-keys', async (req, res) => {
@@ -390,7 +390,7 @@ export function accountRouter(deps: AuthDeps): Router {
     const body = parseBody(MintKeyBody, req);
     await deps.limiter.take(deps.limiter.rule('keyMint'), p.userId, res);
     try {
-      const { key, info } = deps.store.mintApiKey(p.userId, body.label, nowMs());
+      const { key, info } = await deps.store.mintApiKey(p.userId, body.label, nowMs());
       res.setHeader('Cache-Control', 'no-store');
       res.status(201).json({ ...info, key });
     } catch (e) {
@@ -399,16 +399,16 @@ export function accountRouter(deps: AuthDeps): Router {
     }
   });
 
-  r.delete('/api-keys/:id', (req, res) => {
+  r.delete('/api-keys/:id', async (req, res) => {
     const p = requireAuth(res);
     const id = KeyIdParam.parse(req.params.id);
-    if (!deps.store.revokeApiKey(p.userId, id, nowMs())) throw new ApiError(404, 'not_found', 'no active key with this id on your account');
+    if (!(await deps.store.revokeApiKey(p.userId, id, nowMs()))) throw new ApiError(404, 'not_found', 'no active key with this id on your account');
     res.json({ ok: true, id, revoked: true });
   });
 
-  r.get('/account/invite', (_req, res) => {
+  r.get('/account/invite', async (_req, res) => {
     const p = requireAuth(res);
-    const u = deps.store.user(p.userId)!;
+    const u = (await deps.store.user(p.userId))!;
     res.json({ code: u.invite_code, url: `${deps.config.origin}/?ref=${u.invite_code}` });
   });
 

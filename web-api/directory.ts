@@ -1,6 +1,6 @@
 /**
  * What the public namespace may learn about accounts: claimed proxies, founding members, referrers. The account
- * store (web-api/accounts/store.ts) implements it; public routes see nothing else of the accounts.
+ * store (data/account-store.ts) implements it; public routes see nothing else of the accounts.
  */
 export interface ProxyClaim {
   claimed: boolean;
@@ -21,14 +21,14 @@ export interface FoundingStatus {
 
 export interface AccountDirectory {
   /** the inviting user behind an invite code, or null */
-  referrer(code: string): { display_name: string | null; x_username: string | null } | null;
+  referrer(code: string): Promise<{ display_name: string | null; x_username: string | null } | null>;
   /** claims for lowercase proxy addresses; addresses nobody claimed are absent from the map */
-  claimsFor(addresses: readonly string[]): Map<string, ProxyClaim>;
-  founding(): FoundingStatus;
+  claimsFor(addresses: readonly string[]): Promise<Map<string, ProxyClaim>>;
+  founding(): Promise<FoundingStatus>;
 }
 
 export const NO_ACCOUNTS: AccountDirectory = {
-  referrer: () => null,
-  claimsFor: () => new Map(),
-  founding: () => ({ spots_total: 0, spots_claimed: 0, spots_remaining: 0, open: false }),
+  referrer: async () => null,
+  claimsFor: async () => new Map(),
+  founding: async () => ({ spots_total: 0, spots_claimed: 0, spots_remaining: 0, open: false }),
 };

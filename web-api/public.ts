@@ -164,7 +164,7 @@ export function publicRouter(deps: PublicDeps): Router {
     '/referrer',
     get(PUBLIC_CACHE_SECONDS.referrer, async (req) => {
       const { code } = ReferrerQuery.parse(req.query);
-      return publicReferrer(deps.directory.referrer(code), code);
+      return publicReferrer(await deps.directory.referrer(code), code);
     }),
   );
 
@@ -248,7 +248,7 @@ export function publicRouter(deps: PublicDeps): Router {
     '/founding',
     get(PUBLIC_CACHE_SECONDS.founding, async (req) => {
       NoQuery.parse(req.query);
-      return publicFounding(deps.directory.founding(), deps.now());
+      return publicFounding(await deps.directory.founding(), deps.now());
     }),
   );
 

@@ -15,8 +15,8 @@ export interface PublicClaim {
   display_name: string | null;
 }
 /** Claims for lowercase proxy addresses; unclaimed addresses are absent. */
-export type ClaimLookup = (addresses: readonly string[]) => Map<string, PublicClaim>;
-export const NO_CLAIMS: ClaimLookup = () => new Map();
+export type ClaimLookup = (addresses: readonly string[]) => Promise<Map<string, PublicClaim>>;
+export const NO_CLAIMS: ClaimLookup = async () => new Map();
 
 // ---------------------------------------------------------------------------------------------------------------
 // Founding spots and referrers (what the account directory reports)

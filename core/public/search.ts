@@ -98,7 +98,7 @@ export async function publicSearch(db: QueryRunner, qIn: string, limitIn: number
       ORDER BY rel, ${hasMetrics ? 'am.lifetime_volume_usdc DESC NULLS LAST,' : ''} w.wallet_id LIMIT ${limit}`,
       params,
     );
-    const c = claims(rows.map((r) => String(r.address).toLowerCase()));
+    const c = await claims(rows.map((r) => String(r.address).toLowerCase()));
     for (const r of rows) {
       const address = String(r.address).toLowerCase();
       const pseudonym = str(r.pseudonym);

@@ -93,7 +93,7 @@ export async function publicTraderTeaser(db: QueryRunner, ref: TraderRef, now: A
   );
   if (!r) return {};
   const [pop] = await db.all<{ n: number }>(`SELECT count(*)::INTEGER AS n FROM a_wallet_metrics`);
-  const claim = claims([who.address]).get(who.address);
+  const claim = (await claims([who.address])).get(who.address);
   const masked = ref.kind === 'tid';
   return {
     proxy_wallet: masked ? ref.tid : getAddress(who.address),

@@ -97,7 +97,7 @@ describe('the app over Redis', () => {
     const { instance, conn } = await openMemoryVenue();
     const t = await startApp(duckRunner(conn), { rates: new RedisRateStore(new Redis(REDIS_URL), `${runId}:app:`) });
     try {
-      const { key } = t.keyFor('free');
+      const { key } = await t.keyFor('free');
       const statuses: number[] = [];
       // stay inside one minute: the window is aligned, so start right after a boundary if it is close
       if (Date.now() % 60_000 > 50_000) await new Promise((r) => setTimeout(r, 60_000 - (Date.now() % 60_000) + 50));

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { PlanId } from '../../core/plans.ts';
 import type { QueryRunner } from '../../core/query.ts';
 import { AccountStore } from '../../data/account-store.ts';
+import { openServiceDb, type SqlDb } from '../../data/sql/db.ts';
 import { SqliteRateStore, type RateStore } from '../../data/rate-limit.ts';
 import { ResolutionFeed } from '../../data/resolution-feed.ts';
 import { PushStore } from '../../data/push-store.ts';
@@ -20,10 +21,12 @@ export interface TestApp {
   base: string;
   origin: string;
   accounts: AccountStore;
+  /** the service database every store of this app shares */
+  serviceDb: SqlDb;
   rates: RateStore;
   dir: string;
   /** a fresh user on this plan and a live API key of theirs */
-  keyFor(plan: PlanId): { key: string; userId: string };
+  keyFor(plan: PlanId): Promise<{ key: string; userId: string }>;
   close(): Promise<void>;
 }
 
@@ -34,7 +37,9 @@ export async function startApp(
   opts: Partial<Omit<AppDeps, 'db' | 'accounts' | 'rates' | 'auth'>> & { rates?: RateStore; auth?: Omit<AuthConfig, 'origin'>; webhookTargets?: { allowlist: string[]; ca: string } } = {},
 ): Promise<TestApp> {
   const dir = await mkdtemp(join(tmpdir(), 'app-test-'));
-  const accounts = new AccountStore(join(dir, 'service.sqlite'));
+  // one service database for every store of the process (SQLite: one connection whose transactions queue)
+  const serviceDb = await openServiceDb(join(dir, 'service.sqlite'));
+  const accounts = await AccountStore.open(serviceDb);
   const rates = opts.rates ?? new SqliteRateStore(join(dir, 'service.sqlite'));
   // the origin is only known after listen; the app reads the config object lazily, so fill it in then
   const auth: AuthConfig = { ...opts.auth, origin: '' };
@@ -43,7 +48,7 @@ export async function startApp(
   const webhookStore = new WebhookStore(join(dir, 'service.sqlite'));
   const pushStore = new PushStore(join(dir, 'service.sqlite'));
   // a test's own receivers on loopback pass the SSRF guard only when it names them (webhookTargets)
-  const webhooks = new WebhookService({ store: webhookStore, planOf: (u) => accounts.user(u)?.plan ?? null, ...(opts.webhookTargets ?? {}) });
+  const webhooks = new WebhookService({ store: webhookStore, planOf: (u) => accounts.planOf(u), ...(opts.webhookTargets ?? {}) });
   const push = new PushService({ store: pushStore, subject: 'mailto:test@example.com' });
   const app = createApp({ resolutionFeed, tidKey: 'test-tid-key-0123456789abcdef', webhooks, push, ...opts, db, accounts, rates, auth });
   const server: Server = app.listen(0, '127.0.0.1');
@@ -54,16 +59,18 @@ export async function startApp(
     base,
     origin: base,
     accounts,
+    serviceDb,
     rates,
     dir,
-    keyFor(plan) {
-      const u = accounts.userForEmail(`user${++users}-${plan}@example.com`, Date.now());
-      if (plan !== 'free') accounts.setPlan(u.user_id, plan, Date.now(), 'test');
-      return { key: accounts.mintApiKey(u.user_id, 'test', Date.now()).key, userId: u.user_id };
+    async keyFor(plan) {
+      const u = await accounts.userForEmail(`user${++users}-${plan}@example.com`, Date.now());
+      if (plan !== 'free') await accounts.setPlan(u.user_id, plan, Date.now(), 'test');
+      return { key: (await accounts.mintApiKey(u.user_id, 'test', Date.now())).key, userId: u.user_id };
     },
     async close() {
       await new Promise((r) => server.close(r));
-      accounts.close();
+      await accounts.close();
+      await serviceDb.close();
       resolutionFeed.close();
       await webhooks.worker.stop();
       webhookStore.close();

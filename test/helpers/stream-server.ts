@@ -54,17 +54,17 @@ export interface StreamServer {
   server: Server;
   /** ws://127.0.0.1:<port>/v1/stream */
   url: string;
-  keyFor(email: string): ReturnType<AccountStore['mintApiKey']> & { userId: string };
+  keyFor(email: string): Promise<Awaited<ReturnType<AccountStore['mintApiKey']>> & { userId: string }>;
   close(): Promise<void>;
 }
 
 export async function startStreamServer(): Promise<StreamServer> {
   const dir = await mkdtemp(join(tmpdir(), 'stream-'));
-  const accounts = new AccountStore(join(dir, 'service.sqlite'));
+  const accounts = await AccountStore.open(join(dir, 'service.sqlite'));
   const server = createServer((_req, res) => res.writeHead(404).end());
   const stream = new FillStream({
-    authenticate: (req) => {
-      const who = accounts.identify(req.headers.authorization, req.headers.cookie, Date.now());
+    authenticate: async (req) => {
+      const who = await accounts.identify(req.headers.authorization, req.headers.cookie, Date.now());
       return who ? { userId: who.user_id, maxConnections: 2 } : null;
     },
   });
@@ -75,14 +75,14 @@ export async function startStreamServer(): Promise<StreamServer> {
     stream,
     server,
     url: `ws://127.0.0.1:${(server.address() as AddressInfo).port}${STREAM_PATH}`,
-    keyFor: (email) => {
-      const u = accounts.userForEmail(email, Date.now());
-      return { ...accounts.mintApiKey(u.user_id, 'stream', Date.now()), userId: u.user_id };
+    keyFor: async (email) => {
+      const u = await accounts.userForEmail(email, Date.now());
+      return { ...(await accounts.mintApiKey(u.user_id, 'stream', Date.now())), userId: u.user_id };
     },
     close: async () => {
       await stream.stop();
       await new Promise((r) => server.close(r));
-      accounts.close();
+      await accounts.close();
       await rm(dir, { recursive: true, force: true });
     },
   };

@@ -39,7 +39,7 @@ beforeAll(async () => {
   await fullBuild(duckRunner(conn), AS_OF);
   walletIds = new Set((await queryRows<{ wallet_id: number }>(conn, 'SELECT wallet_id FROM wallets')).map((r) => r.wallet_id));
   app = await startApp(duckRunner(conn), { now: () => AS_OF });
-  proKey = app.keyFor('pro').key;
+  proKey = (await app.keyFor('pro')).key;
 }, 300_000);
 afterAll(async () => {
   await app?.close();

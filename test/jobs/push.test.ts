@@ -70,7 +70,7 @@ beforeAll(async () => {
   pushStore = new PushStore(join(dir, 'service.sqlite'));
   webhookStore = new WebhookStore(join(dir, 'service.sqlite'));
   allowlist = [`127.0.0.1:${port}`];
-  push = new PushService({ store: pushStore, subject: 'mailto:ops@example.com', allowlist, ca: cert.cert, planOf: (u) => t.accounts.user(u)?.plan ?? null, usage: webhookStore });
+  push = new PushService({ store: pushStore, subject: 'mailto:ops@example.com', allowlist, ca: cert.cert, planOf: (u) => t.accounts.planOf(u), usage: webhookStore });
   const webhooks = new WebhookService({ store: webhookStore, planOf: () => 'pro', allowlist, ca: cert.cert });
   t = await startApp(duckRunner(conn), { webhooks, push });
 }, 60_000);
@@ -96,7 +96,7 @@ const post = (path: string, key: string, body?: unknown) =>
   fetch(`${t.base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
 
 it('delivers an encrypted test push that decrypts to the payload, signed with the published VAPID key', async () => {
-  const { key } = t.keyFor('free');
+  const { key } = await t.keyFor('free');
   const sub = browserSubscription('/push/device-1');
   expect(await (await post('/v1/push/subscribe', key, sub.json)).json()).toEqual({ ok: true });
   const { public_key } = (await (await fetch(`${t.base}/v1/push/vapid-public-key`, { headers: { authorization: `Bearer ${key}` } })).json()) as { public_key: string };
@@ -128,7 +128,7 @@ it('delivers an encrypted test push that decrypts to the payload, signed with th
 });
 
 it('removes a subscription the push service says is gone, and refuses endpoints the SSRF guard refuses', async () => {
-  const { key, userId } = t.keyFor('free');
+  const { key, userId } = await t.keyFor('free');
   await post('/v1/push/subscribe', key, browserSubscription('/gone/device-2').json);
   expect(pushStore.forUser(userId)).toHaveLength(1);
   expect(await (await post('/v1/push/test', key)).json()).toMatchObject({ sent: 0, removed: 1 });
@@ -176,7 +176,7 @@ const decrypt = (sub: ReturnType<typeof browserSubscription>, body: Buffer) =>
   };
 
 it('validates event_types and filter_json at subscribe, stores them, and updates them on re-subscribe', async () => {
-  const { key, userId } = t.keyFor('pro');
+  const { key, userId } = await t.keyFor('pro');
   const sub = browserSubscription('/live/validate');
   const fill = await post('/v1/push/subscribe', key, { ...sub.json, event_types: ['trader.fill'] });
   expect(fill.status).toBe(400);
@@ -212,7 +212,7 @@ it('validates event_types and filter_json at subscribe, stores them, and updates
 });
 
 it('sends a matching signal.smart_money as an encrypted, VAPID-signed notification, and not a non-matching one', async () => {
-  const { key, userId } = t.keyFor('pro');
+  const { key, userId } = await t.keyFor('pro');
   const trader = newTrader();
   const sub = browserSubscription('/live/signal');
   await post('/v1/push/subscribe', key, { ...sub.json, filter_json: { trader_proxy: trader.toLowerCase(), min_size_usdc: 10_000 } });
@@ -252,11 +252,11 @@ it('sends a matching signal.smart_money as an encrypted, VAPID-signed notificati
 });
 
 it('sends nothing live to a Free user, nor over the monthly quota (the test push still works on Free)', async () => {
-  const free = t.keyFor('free');
+  const free = await t.keyFor('free');
   const trader = newTrader();
   const subFree = browserSubscription('/live/free');
   await post('/v1/push/subscribe', free.key, { ...subFree.json, filter_json: { trader_proxy: trader } });
-  const pro = t.keyFor('pro');
+  const pro = await t.keyFor('pro');
   const subPro = browserSubscription('/live/spent');
   await post('/v1/push/subscribe', pro.key, { ...subPro.json, filter_json: { trader_proxy: trader } });
   webhookStore.addUsage(pro.userId, month(), 10_000); // Pro's monthly events, all used by webhooks
@@ -274,7 +274,7 @@ it('sends nothing live to a Free user, nor over the monthly quota (the test push
 
 it('caps each subscription at 30 notifications per rolling hour', async () => {
   let clock = new Date('2026-03-01T12:00:00Z');
-  const { userId } = t.keyFor('pro');
+  const { userId } = await t.keyFor('pro');
   const capped = new PushService({ store: pushStore, subject: 'mailto:ops@example.com', allowlist, ca, planOf: (u) => (u === userId ? 'pro' : null), usage: webhookStore, now: () => clock });
   const trader = newTrader();
   const sub = browserSubscription('/live/cap');
@@ -300,7 +300,7 @@ it('caps each subscription at 30 notifications per rolling hour', async () => {
 });
 
 it('sends market.resolved with the webhook data fields, keeps sends bounded, and removes a subscription a live send finds gone', async () => {
-  const { userId } = t.keyFor('desk');
+  const { userId } = await t.keyFor('desk');
   const bounded = new PushService({ store: pushStore, subject: 'mailto:ops@example.com', allowlist, ca, planOf: (u) => (u === userId ? 'desk' : null), usage: webhookStore, limits: { concurrency: 3 } });
   const cond = '0x' + 'ef'.repeat(32);
   const subs = Array.from({ length: 9 }, (_, i) => browserSubscription(`/slow/resolved-${i}`));
@@ -343,7 +343,7 @@ it('keeps payloads under the web push limit, and publish never throws into the l
   expect(String(p.data.title).endsWith('…')).toBe(true);
 
   // a long title goes through a real send within the limit
-  const { key } = t.keyFor('pro');
+  const { key } = await t.keyFor('pro');
   const trader = newTrader();
   const sub = browserSubscription('/live/long');
   await post('/v1/push/subscribe', key, { ...sub.json, filter_json: { trader_proxy: trader } });

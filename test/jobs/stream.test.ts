@@ -29,12 +29,12 @@ const B = '0x' + '2b'.repeat(20);
 
 it('refuses the upgrade without a valid credential and beyond the connection cap', async () => {
   expect(await connect({})).toMatchObject({ status: 401 });
-  const k = keyFor('revoked@example.com');
-  accounts.revokeApiKey(k.userId, k.info.id, Date.now());
+  const k = await keyFor('revoked@example.com');
+  await accounts.revokeApiKey(k.userId, k.info.id, Date.now());
   const refused = await connect({ authorization: `Bearer ${k.key}` });
   expect(refused).toMatchObject({ status: 401 });
   expect(JSON.parse((refused as { body: string }).body)).toMatchObject({ error: 'auth_required' });
-  const capped = keyFor('capped@example.com');
+  const capped = await keyFor('capped@example.com');
   const c1 = await connect({ authorization: `Bearer ${capped.key}` });
   const c2 = await connect({ authorization: `Bearer ${capped.key}` });
   expect(await connect({ authorization: `Bearer ${capped.key}` })).toMatchObject({ status: 429 });
@@ -42,7 +42,7 @@ it('refuses the upgrade without a valid credential and beyond the connection cap
 });
 
 it('streams the fills a filter matches, in order, and follows filter changes', async () => {
-  const k = keyFor('trader@example.com');
+  const k = await keyFor('trader@example.com');
   const c = await connect({ authorization: `Bearer ${k.key}` });
   if (!('ws' in c)) throw new Error(`refused ${c.status}`);
   const welcome = await c.next();
@@ -80,8 +80,8 @@ it('streams the fills a filter matches, in order, and follows filter changes', a
 });
 
 it('authenticates browsers by the session cookie', async () => {
-  const u = accounts.userForEmail('browser@example.com', Date.now());
-  const s = accounts.createSession(u.user_id, 'magic', Date.now());
+  const u = await accounts.userForEmail('browser@example.com', Date.now());
+  const s = await accounts.createSession(u.user_id, 'magic', Date.now());
   const c = await connect({ cookie: `__Secure-service_sid=${s.token}` });
   expect('ws' in c).toBe(true);
   if ('ws' in c) {

@@ -85,7 +85,7 @@ describe('a delivery to the documented local receiver', () => {
     let planOf: (u: string) => 'pro' | null = () => null;
     const svc = new WebhookService({ store, planOf: (u) => planOf(u), allowlist: dev!.allowlist, ca: dev!.ca });
     app = await startApp(duckRunner(conn), { webhooks: svc });
-    planOf = (u) => app.accounts.user(u)?.plan as 'pro' | null;
+    planOf = (u) => app.accounts.planOf(u) as 'pro' | null;
     plain = await startApp(duckRunner(conn));
   }, 60_000);
 
@@ -119,7 +119,7 @@ describe('a delivery to the documented local receiver', () => {
     fetch(`${t.base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, ...(body ? { body: JSON.stringify(body) } : {}) });
 
   it('accepts the loopback target, delivers a signed test event the receiver verifies, and nothing without the allow-list', async () => {
-    const { key } = app.keyFor('pro');
+    const { key } = await app.keyFor('pro');
     const target = `https://127.0.0.1:${port}/hook`;
     const created = await post(app, key, '/v1/webhooks', { target_url: target, event_types: ['service.test', 'market.resolved'] });
     expect(created.status).toBe(201);
@@ -142,7 +142,7 @@ describe('a delivery to the documented local receiver', () => {
     expect(otherPort.status).toBe(400);
 
     // a service without the setting refuses the same target
-    const p = plain.keyFor('pro');
+    const p = await plain.keyFor('pro');
     const r = await post(plain, p.key, '/v1/webhooks', { target_url: target, event_types: ['service.test'] });
     expect(r.status).toBe(400);
     expect(await r.json()).toMatchObject({ error: 'invalid_target' });

@@ -48,8 +48,8 @@ beforeAll(async () => {
   const plans = new Map<string, 'free' | 'pro'>();
   svc = new WebhookService({ store, planOf: (u) => plans.get(u) ?? null, now: () => clock, allowlist: [`127.0.0.1:${port}`], ca });
   t = await startApp(duckRunner(conn), { now: () => clock, webhooks: svc });
-  const pro = t.keyFor('pro');
-  const free = t.keyFor('free');
+  const pro = await t.keyFor('pro');
+  const free = await t.keyFor('free');
   proKey = pro.key;
   proUser = pro.userId;
   freeKey = free.key;

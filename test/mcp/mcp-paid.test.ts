@@ -58,7 +58,7 @@ beforeAll(async () => {
   conditionId = m!.condition_id;
   dir = await mkdtemp(join(tmpdir(), 'mcp-paid-'));
   ledger = new PaymentLedger(join(dir, 'service.sqlite'));
-  accounts = new AccountStore(join(dir, 'service.sqlite'));
+  accounts = await AccountStore.open(join(dir, 'service.sqlite'));
   const gate = new PaymentGate({
     facilitator: new LocalFacilitator({ rpcUrl: chain.rpcUrl, network: chain.network, privateKey: chain.facilitatorPrivateKey }),
     ledger,

@@ -156,14 +156,14 @@ beforeAll(async () => {
   await local.connect(clientSide);
 
   dir = await mkdtemp(join(tmpdir(), 'mcp-test-'));
-  accounts = new AccountStore(join(dir, 'service.sqlite'));
-  const mint = (email: string, plan: 'free' | 'pro') => {
-    const u = accounts.userForEmail(email, Date.now());
-    if (plan !== 'free') accounts.setPlan(u.user_id, plan, Date.now(), 'test');
-    return accounts.mintApiKey(u.user_id, 'mcp', Date.now()).key;
+  accounts = await AccountStore.open(join(dir, 'service.sqlite'));
+  const mint = async (email: string, plan: 'free' | 'pro') => {
+    const u = await accounts.userForEmail(email, Date.now());
+    if (plan !== 'free') await accounts.setPlan(u.user_id, plan, Date.now(), 'test');
+    return (await accounts.mintApiKey(u.user_id, 'mcp', Date.now())).key;
   };
-  freeKey = mint('free@example.com', 'free');
-  proKey = mint('pro@example.com', 'pro');
+  freeKey = await mint('free@example.com', 'free');
+  proKey = await mint('pro@example.com', 'pro');
   const app = express();
   app.use(express.json({ limit: '256kb' }));
   app.use('/mcp', mcpRouter({ db, now: () => NOW, tidKey: TID_KEY, prices: PRICES, accounts, payments }));

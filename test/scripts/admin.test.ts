@@ -23,25 +23,25 @@ afterAll(async () => {
 
 it('set-plan upgrades a user by email; their key is served under the new plan at once', async () => {
   const db = join(t.dir, 'service.sqlite');
-  const { key, userId } = t.keyFor('free');
-  const email = (t.accounts.user(userId)!.email)!;
+  const { key, userId } = await t.keyFor('free');
+  const email = (await t.accounts.user(userId))!.email!;
   const planOf = async () => ((await (await fetch(`${t.base}/v1/account/plan`, { headers: { authorization: `Bearer ${key}` } })).json()) as { plan: { id: string } }).plan.id;
   expect(await planOf()).toBe('free');
   const lines: string[] = [];
-  expect(runAdmin(['set-plan', email, 'quant', '--note', 'invoice 7', '--db', db], {}, (l) => lines.push(l))).toBe(0);
+  expect(await runAdmin(['set-plan', email, 'quant', '--note', 'invoice 7', '--db', db], {}, (l) => lines.push(l))).toBe(0);
   expect(lines.at(-1)).toBe(`${userId}: plan free -> quant`);
   expect(await planOf()).toBe('quant');
   const res = await fetch(`${t.base}/v1/account/plan`, { headers: { authorization: `Bearer ${key}` } });
   expect(res.headers.get('x-ratelimit-limit')).toBe(String(PLANS.quant.requests_per_minute));
-  const store = new AccountStore(db);
-  expect(store.db.prepare(`SELECT plan, note FROM plan_changes WHERE user_id = ?`).all(userId)).toEqual([{ plan: 'quant', note: 'invoice 7' }]);
-  store.close();
+  const store = await AccountStore.open(db);
+  expect(await store.db.all(`SELECT plan, note FROM plan_changes WHERE user_id = ?`, [userId])).toEqual([{ plan: 'quant', note: 'invoice 7' }]);
+  await store.close();
   // show prints the record with the plan; refusals have their own exit codes
   const shown: string[] = [];
-  expect(runAdmin(['show', userId, '--db', db], {}, (l) => shown.push(l))).toBe(0);
+  expect(await runAdmin(['show', userId, '--db', db], {}, (l) => shown.push(l))).toBe(0);
   expect(JSON.parse(shown[0]!)).toMatchObject({ user_id: userId, plan: 'quant' });
-  expect(runAdmin(['set-plan', 'nobody@example.com', 'pro', '--db', db], {}, () => {})).toBe(1);
-  expect(runAdmin(['set-plan', userId, 'platinum', '--db', db], {}, () => {})).toBe(2);
-  expect(runAdmin(['set-plan', userId, 'pro', '--db', join(t.dir, 'missing.sqlite')], {}, () => {})).toBe(1);
-  expect(runAdmin(['frobnicate'], {}, () => {})).toBe(2);
+  expect(await runAdmin(['set-plan', 'nobody@example.com', 'pro', '--db', db], {}, () => {})).toBe(1);
+  expect(await runAdmin(['set-plan', userId, 'platinum', '--db', db], {}, () => {})).toBe(2);
+  expect(await runAdmin(['set-plan', userId, 'pro', '--db', join(t.dir, 'missing.sqlite')], {}, () => {})).toBe(1);
+  expect(await runAdmin(['frobnicate'], {}, () => {})).toBe(2);
 });

@@ -144,7 +144,7 @@ describe('wallet sign-in (SIWE)', () => {
     expect(cookie).toMatch(/Max-Age=2592000/);
     // the store keeps a hash, never the token
     const token = sid.split('=')[1]!;
-    const rows = t.accounts.db.prepare(`SELECT token_hash FROM sessions`).all() as { token_hash: string }[];
+    const rows = await t.accounts.db.all<{ token_hash: string }>(`SELECT token_hash FROM sessions`);
     expect(rows.some((r) => r.token_hash === token)).toBe(false);
     const me = await fetch(`${t.base}/v1/auth/me`, withSid(sid));
     const { user } = z.strictObject({ user: UserRecord }).parse(await me.json());
@@ -215,7 +215,7 @@ describe('magic link', () => {
     expect(await res.json()).toEqual({ ok: true }); // a real transport: no dev_link
     const link = linkFor('alice@example.com');
     const token = new URL(link).searchParams.get('token')!;
-    expect(mailApp.accounts.db.prepare(`SELECT count(*) AS n FROM magic_tokens WHERE token_hash = ?`).get(token)).toEqual({ n: 0 });
+    expect(await mailApp.accounts.db.get(`SELECT count(*) AS n FROM magic_tokens WHERE token_hash = ?`, [token])).toEqual({ n: 0 });
     const cb = await fetch(link, { redirect: 'manual' });
     expect(cb.status).toBe(302);
     expect(cb.headers.get('location')).toBe('/dashboard?tab=keys');
@@ -339,7 +339,7 @@ describe('the user record', () => {
       await expectError(await patch(bad), 400, 'invalid_request');
     await expectError(await fetch(`${t.base}/v1/auth/me`, { ...json({ display_name: 'x' }), method: 'PATCH' }), 401, 'auth_required');
     // an API key reads the account but cannot change or delete it
-    const { key } = t.keyFor('free');
+    const { key } = await t.keyFor('free');
     await expectError(await fetch(`${t.base}/v1/auth/me`, { ...json({ email: 'attacker@evil.example' }), method: 'PATCH', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` } }), 403, 'session_required');
     await expectError(await fetch(`${t.base}/v1/auth/me`, { ...json({ confirm: true }), method: 'DELETE', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` } }), 403, 'session_required');
   });
@@ -384,7 +384,7 @@ describe('the user record', () => {
     expect(await res.json()).toEqual({ deleted: true });
     expect(await (await fetch(`${t.base}/v1/auth/me`, withSid(s.sid))).json()).toEqual({ user: null });
     await expectError(await fetch(`${t.base}/v1/api-keys`, { headers: { authorization: `Bearer ${minted.key}` } }), 401, 'invalid_api_key');
-    const row = t.accounts.db.prepare(`SELECT eoa, email, display_name, x_username, deleted_at FROM users WHERE user_id = ?`).get(s.body.user_id) as Record<string, unknown>;
+    const row = (await t.accounts.db.get<Record<string, unknown>>(`SELECT eoa, email, display_name, x_username, deleted_at FROM users WHERE user_id = ?`, [s.body.user_id]))!;
     expect(row).toMatchObject({ eoa: null, email: null, display_name: null, x_username: null });
     expect(row.deleted_at).not.toBeNull();
     const back = await signIn(signer);
@@ -435,7 +435,7 @@ describe('API keys and plans', () => {
 
   it("reports and enforces the plan's per-minute rate and monthly quota on key traffic", async () => {
     advance(60_000 - (clock.getTime() % 60_000)); // start of a minute
-    const { key, userId } = t.keyFor('free');
+    const { key, userId } = await t.keyFor('free');
     const plan = PLANS.free;
     const auth = { headers: { authorization: `Bearer ${key}` } };
     const first = await fetch(`${t.base}/v1/account/plan`, auth);
@@ -479,7 +479,7 @@ describe('API keys and plans', () => {
   });
 
   it('sends a Pro user the paid plan and features', async () => {
-    const { key } = t.keyFor('pro');
+    const { key } = await t.keyFor('pro');
     const body = (await (await fetch(`${t.base}/v1/account/plan`, { headers: { authorization: `Bearer ${key}` } })).json()) as { plan: { id: string; features: string[]; webhook_events_per_month: number } };
     expect(body.plan).toMatchObject({ id: 'pro', features: ['metrics_full', 'extra_metrics'], webhook_events_per_month: PLANS.pro.webhook_events_per_month });
   });

@@ -31,8 +31,8 @@ beforeAll(async () => {
   cid = m!.condition_id;
   marketId = m!.market_id;
   app = await startApp(duckRunner(v.conn), { venueNow: () => AS_OF });
-  pro = app.keyFor('pro').key;
-  free = app.keyFor('free').key;
+  pro = (await app.keyFor('pro')).key;
+  free = (await app.keyFor('free')).key;
 }, 300_000);
 
 afterAll(async () => {

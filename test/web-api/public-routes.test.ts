@@ -43,12 +43,12 @@ const REFERRERS: Record<string, { display_name: string | null; x_username: strin
   quiet_1: { display_name: null, x_username: null },
 };
 
-/** A small in-memory AccountDirectory (the SQLite-backed store implements the same interface). */
+/** A small in-memory AccountDirectory (the account store implements the same interface). */
 function testDirectory(claims: Map<string, ProxyClaim>): AccountDirectory {
   return {
-    referrer: (code) => REFERRERS[code] ?? null,
-    claimsFor: (list) => new Map(list.filter((a) => claims.has(a)).map((a) => [a, claims.get(a)!])),
-    founding: () => FOUNDING,
+    referrer: async (code) => REFERRERS[code] ?? null,
+    claimsFor: async (list) => new Map(list.filter((a) => claims.has(a)).map((a) => [a, claims.get(a)!])),
+    founding: async () => FOUNDING,
   };
 }
 

@@ -25,8 +25,8 @@ beforeAll(async () => {
   await fullBuild(duckRunner(v.conn), new Date('2026-10-31T23:59:59Z'));
   t = await startApp(duckRunner(v.conn), { now: () => clock, rateRules: {} });
   base = t.base;
-  freeKey = t.keyFor('free').key;
-  proKey = t.keyFor('pro').key;
+  freeKey = (await t.keyFor('free')).key;
+  proKey = (await t.keyFor('pro')).key;
 }, 600_000);
 afterAll(async () => {
   await t?.close();
@@ -86,7 +86,7 @@ describe('ranking routes', () => {
     ];
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(specRoutes));
     // and each documented route answers something other than the unknown-route 404 (the docs describe what is served)
-    const walker = t.keyFor('desk').key;
+    const walker = (await t.keyFor('desk')).key;
     for (const path of Object.keys(doc.paths)) {
       const concrete = path.replace('{slug}', 'top-pnl').replace('{proxy}', '0x' + '1'.repeat(40)).replace('{id}', 'key_aaaaaaaaaaaaaaaa');
       for (const method of Object.keys(doc.paths[path] as object)) {

@@ -89,7 +89,7 @@ let key: string;
 beforeAll(async () => {
   srv = await startStreamServer();
   ({ stream, url } = srv);
-  key = srv.keyFor('stream-openapi@example.com').key;
+  key = (await srv.keyFor('stream-openapi@example.com')).key;
 });
 afterAll(() => srv.close());
 

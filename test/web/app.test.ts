@@ -284,7 +284,7 @@ describe('the web app', () => {
     const curl = (await page.textContent('[data-testid=copy-curl]'))!;
     const url = curl.match(/'(http[^']+)'/)![1]!;
     expect(url).toContain('weights=alpha_24h%3A2');
-    const { key } = app.keyFor('free');
+    const { key } = await app.keyFor('free');
     const r = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
     expect(r.status).toBe(200);
     const body = (await r.json()) as { rows: { proxy_wallet: string }[] };
@@ -321,7 +321,7 @@ describe('the web app', () => {
     const email = 'hooks@example.com';
     const page = await signedIn(email);
     // webhooks are a paid feature: this person is on Pro
-    app.accounts.setPlan(app.accounts.userForEmail(email, Date.now()).user_id, 'pro', Date.now(), 'test');
+    await app.accounts.setPlan((await app.accounts.userForEmail(email, Date.now())).user_id, 'pro', Date.now(), 'test');
     await page.goto(`${app.base}/webhooks`);
     await page.waitForSelector('[data-testid=webhooks]');
     await axe(page, 'webhooks');
@@ -450,8 +450,8 @@ describe('the web app', () => {
     // Pro: the table is the API's flow, and the window radio reloads it
     const email = 'market-pro@example.com';
     const pro = await signedIn(email);
-    app.accounts.setPlan(app.accounts.userForEmail(email, Date.now()).user_id, 'pro', Date.now(), 'test');
-    const { key } = app.keyFor('pro');
+    await app.accounts.setPlan((await app.accounts.userForEmail(email, Date.now())).user_id, 'pro', Date.now(), 'test');
+    const { key } = await app.keyFor('pro');
     for (const hours of [24, 1]) {
       if (hours === 24) await pro.goto(`${app.base}/market/${cid}`);
       else await pro.check(`input[name=flow-window][value="${hours}"]`);
@@ -474,7 +474,7 @@ describe('the web app', () => {
 
   it('GET /v1/trader/{proxy}/performance: the build\'s daily P&L with its running sum, risk, alpha and tags; auth and errors', async () => {
     const [w] = await v.conn.runAndReadAll(`SELECT w.address, w.wallet_id FROM a_risk r JOIN wallets w USING (wallet_id) WHERE r.sharpe IS NOT NULL ORDER BY r.risk_days DESC, w.wallet_id LIMIT 1`).then((r) => r.getRowObjectsJS() as { address: string; wallet_id: number }[]);
-    const { key } = app.keyFor('free');
+    const { key } = await app.keyFor('free');
     const get = (path: string, auth = true) => fetch(`${app.base}${path}`, { headers: auth ? { authorization: `Bearer ${key}` } : {} });
     const r = await get(`/v1/trader/${w!.address}/performance`);
     expect(r.status).toBe(200);
