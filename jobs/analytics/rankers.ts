@@ -12,16 +12,27 @@ import { queryRows } from '../../data/duckdb.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { metricOrdersOffThread } from './rank-orders.ts';
 
+/** Borrow a database for the duration of fn. */
+export type InstanceAccess = <T>(fn: (instance: DuckDBInstance) => Promise<T>) => Promise<T>;
+
 export class RankerCache implements RankerSource {
   private loaded: VersionRanker[] = [];
   private loading: Promise<void> = Promise.resolve();
   private pending = false;
 
+  private readonly access: InstanceAccess;
+
+  /**
+   * `source`: the database to load rank bases from, or a way to borrow whichever database is current (an API
+   * replica's published files: PublishedAnalytics.withInstance keeps the file open while the load reads it).
+   */
   constructor(
-    private readonly instance: DuckDBInstance,
+    source: DuckDBInstance | InstanceAccess,
     private readonly keep = 2,
     private readonly log: (m: string) => void = () => {},
-  ) {}
+  ) {
+    this.access = typeof source === 'function' ? source : (fn) => fn(source);
+  }
 
   at(version: number): Ranker | null {
     return this.loaded.find((r) => r.version === version) ?? null;
@@ -53,9 +64,13 @@ export class RankerCache implements RankerSource {
     return this.loading;
   }
 
-  private async loadLatest(): Promise<void> {
+  private loadLatest(): Promise<void> {
+    return this.access((instance) => this.loadFrom(instance));
+  }
+
+  private async loadFrom(instance: DuckDBInstance): Promise<void> {
     const t = performance.now();
-    const conn = await this.instance.connect();
+    const conn = await instance.connect();
     let version = Number.NaN;
     let cols: RankColumns;
     try {
