@@ -27,7 +27,7 @@ import { createApp } from './web-api/app.ts';
 import { duckRunner } from './data/runner.ts';
 import { AccountStore } from './data/account-store.ts';
 import { openServiceDb } from './data/sql/db.ts';
-import { RedisRateStore, SqliteRateStore, type RateStore } from './data/rate-limit.ts';
+import { RedisRateStore, SqlRateStore, type RateStore } from './data/rate-limit.ts';
 import { mailerFromEnv } from './web-api/mail.ts';
 import { ResolutionFeed } from './data/resolution-feed.ts';
 import { startResolutionFeedSync, startSnapshotSchedule } from './jobs/snapshot-schedule.ts';
@@ -242,17 +242,17 @@ console.log(`  sharp-forecasters top 3: ${top.map((r) => `#${r.rank} ${r.address
 
 if (env.LIVE_TAIL === 'on') {
   const servicePath = join(root, 'service.sqlite');
-  const snapshots = new SnapshotStore(servicePath);
   // the service state: PostgreSQL with DATABASE_URL (shared by replicas), else the venue's service.sqlite; one
   // connection (SQLite) or pool (PostgreSQL) for every store of the process
   const serviceDb = await openServiceDb(env.DATABASE_URL ?? servicePath);
   const accounts = await AccountStore.open(serviceDb);
-  const resolutionFeed = new ResolutionFeed(servicePath);
+  const snapshots = await SnapshotStore.open(serviceDb);
+  const resolutionFeed = await ResolutionFeed.open(serviceDb);
   let rates: RateStore;
   if (env.REDIS_URL) {
     const { Redis } = await import('ioredis');
     rates = new RedisRateStore(new Redis(env.REDIS_URL, { maxRetriesPerRequest: 2 }));
-  } else rates = new SqliteRateStore(servicePath);
+  } else rates = await SqlRateStore.open(serviceDb);
   // The demo venue keeps its own clock: it resumes at the last stored fill and advances with the tail. "As of now"
   // analytics and the daily snapshots read that clock; sessions, nonces and rate windows read the wall clock.
   let tail: LiveTail | undefined;
@@ -279,7 +279,7 @@ if (env.LIVE_TAIL === 'on') {
           network: env.X402_NETWORK,
           payTo: env.X402_PAY_TO,
           asset: env.X402_ASSET,
-          ledgerPath: servicePath,
+          serviceDb,
           db: apiDb,
           rankers,
           now: venueNow,
@@ -301,7 +301,7 @@ if (env.LIVE_TAIL === 'on') {
     allowedHosts: [...new Set([originUrl.hostname, 'localhost', '127.0.0.1', '[::1]'])],
     resourceUrl: (k) => `${originUrl.origin}/mcp#tool=${k}`,
   });
-  const webhookStore = new WebhookStore(servicePath);
+  const webhookStore = await WebhookStore.open(serviceDb);
   // with REDIS_URL, deliveries go through the Redis queue (BullMQ): more workers can join with `npm run webhooks:worker`
   let queueRedis: import('ioredis').Redis | undefined;
   if (env.REDIS_URL) {
@@ -311,7 +311,7 @@ if (env.LIVE_TAIL === 'on') {
     const r = queueRedis;
     await Promise.race([new Promise((ok) => r.once('ready', ok)), new Promise((ok) => setTimeout(ok, 3000))]);
   }
-  const webhooks = new WebhookService({
+  const webhooks = await WebhookService.open({
     store: webhookStore,
     planOf: (u) => accounts.planOf(u),
     log: (m) => console.log(`  ${m}`),
@@ -323,13 +323,17 @@ if (env.LIVE_TAIL === 'on') {
   // with the event loop free in between, so deliveries and requests go on
   const pruneOutbox = setInterval(async () => {
     const before = Date.now() - 30 * 24 * 3600_000;
-    while (webhookStore.prune(before, 2000) === 2000) await new Promise((r) => setImmediate(r));
+    try {
+      while ((await webhookStore.prune(before, 2000)) === 2000) await new Promise((r) => setImmediate(r));
+    } catch (e) {
+      console.error(`  webhooks: outbox prune failed: ${(e as Error).message}`);
+    }
   }, 3600_000);
   pruneOutbox.unref();
   await webhooks.start();
-  const pushStore = new PushStore(servicePath);
+  const pushStore = await PushStore.open(serviceDb);
   // live push notifications share the plan's monthly webhook event quota (the webhook usage counter)
-  const push = new PushService({ store: pushStore, subject: env.VAPID_SUBJECT, planOf: (u) => accounts.planOf(u), usage: webhookStore, log: (m) => console.log(`  ${m}`) });
+  const push = await PushService.open({ store: pushStore, subject: env.VAPID_SUBJECT, planOf: (u) => accounts.planOf(u), usage: webhookStore, log: (m) => console.log(`  ${m}`) });
   const venueLookup = new VenueLookup(apiDb);
   await venueLookup.load();
   // the web app at / (npm install built it; a source newer than the build, or no build, is built now)
@@ -400,17 +404,17 @@ if (env.LIVE_TAIL === 'on') {
     produce(async () => {
       const ev = await fillEvents(venueLookup, f);
       if (!ev) return;
-      publishFillEvents(webhooks, ev);
+      await publishFillEvents(webhooks, ev);
       stream.publish(ev.fill, ev.emitted);
-      if (ev.signal) push.publish('signal.smart_money', ev.signal, ev.emitted);
+      if (ev.signal) await push.publish('signal.smart_money', ev.signal, ev.emitted); // never rejects; best effort
     }),
   );
   onResolution((r) =>
     produce(async () => {
       // one market.resolved data for both channels
       const data = await resolutionData(venueLookup, r);
-      webhooks.publish('market.resolved', data);
-      push.publish('market.resolved', data); // never throws; best effort
+      await webhooks.publish('market.resolved', data);
+      await push.publish('market.resolved', data); // never rejects; best effort
     }),
   );
   console.log(`Webhook deliveries: ${queueRedis ? 'Redis queue (BullMQ), a worker in this process' : 'SQLite outbox worker'}`);
@@ -462,14 +466,14 @@ if (env.LIVE_TAIL === 'on') {
     await stream.stop();
     // live pushes in flight get a few seconds (they are best effort)
     await Promise.race([push.drain(), new Promise((r) => setTimeout(r, 3000))]);
-    webhookStore.close();
-    pushStore.close();
+    await webhookStore.close();
+    await pushStore.close();
     await gateway?.stop();
-    snapshots.close();
+    await snapshots.close();
+    await resolutionFeed.close();
+    await rates.close();
     await accounts.close();
     await serviceDb.close();
-    resolutionFeed.close();
-    await rates.close();
     conn.closeSync();
     instance.closeSync();
     process.exit(0);

@@ -1,5 +1,5 @@
 /**
- * The REST app for benchmarks: real SQLite account, rate and feed stores in a temp dir, rate limits lifted (a bench
+ * The REST app for benchmarks: real SQLite account, rate and feed stores (one service database) in a temp dir, rate limits lifted (a bench
  * measures the work, not the limiter), on a loopback port, with a Desk-plan user and its API key.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -7,8 +7,9 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AccountStore } from '../data/account-store.ts';
-import { SqliteRateStore } from '../data/rate-limit.ts';
+import { SqlRateStore } from '../data/rate-limit.ts';
 import { ResolutionFeed } from '../data/resolution-feed.ts';
+import { openServiceDb } from '../data/sql/db.ts';
 import { createApp, type AppDeps } from '../web-api/app.ts';
 
 export interface BenchApp {
@@ -20,9 +21,11 @@ export interface BenchApp {
 
 export async function startBenchApp(deps: Omit<AppDeps, 'accounts' | 'rates' | 'resolutionFeed' | 'auth' | 'tidKey' | 'rateRules'>): Promise<BenchApp> {
   const dir = await mkdtemp(join(tmpdir(), 'bench-app-'));
-  const accounts = await AccountStore.open(join(dir, 'service.sqlite'));
-  const rates = new SqliteRateStore(join(dir, 'service.sqlite'));
-  const resolutionFeed = new ResolutionFeed(join(dir, 'service.sqlite'));
+  // one connection for every store of the process (data/sql/db.ts)
+  const serviceDb = await openServiceDb(join(dir, 'service.sqlite'));
+  const accounts = await AccountStore.open(serviceDb);
+  const rates = await SqlRateStore.open(serviceDb);
+  const resolutionFeed = await ResolutionFeed.open(serviceDb);
   const auth = { origin: '' };
   const app = createApp({
     ...deps,
@@ -45,9 +48,10 @@ export async function startBenchApp(deps: Omit<AppDeps, 'accounts' | 'rates' | '
     bearer,
     async close() {
       await new Promise((r) => server.close(r));
-      accounts.close();
-      resolutionFeed.close();
+      await accounts.close();
+      await resolutionFeed.close();
       await rates.close();
+      await serviceDb.close();
       await rm(dir, { recursive: true, force: true });
     },
   };

@@ -14,6 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { SqliteDb } from '../data/sql/db.ts';
 import { WebhookStore } from '../data/webhook-store.ts';
 import { WebhookService } from '../jobs/webhooks/service.ts';
 import { closeDefaultDeliveryPool, pinnedPost } from '../jobs/webhooks/ssrf.ts';
@@ -47,9 +48,11 @@ await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
 const port = (receiver.address() as AddressInfo).port;
 const target = `https://127.0.0.1:${port}/hook`;
 
-const store = new WebhookStore(join(dir, 'service.sqlite'));
+// synchronous = NORMAL: the bench writes 100,000 subscriptions one by one; what it measures is after that
+const serviceDb = await SqliteDb.open(join(dir, 'service.sqlite'), { synchronous: 'NORMAL' });
+const store = await WebhookStore.open(serviceDb);
 const t0 = performance.now();
-store.db.transaction(() => {
+{
   for (let i = 0; i < SUBS; i++) {
     const r = rnd();
     // 80% follow one trader (skewed toward the active ones), 19% a market, 1% a whale-size floor ($5k-$250k)
@@ -59,14 +62,14 @@ store.db.transaction(() => {
         : r < 0.99
           ? { condition_id: market(Math.floor(3500 * rnd() ** 1.5)) }
           : { min_size_usdc: Math.round(5000 * Math.exp(rnd() * Math.log(50))) };
-    store.create({ user_id: `u${i % 5000}`, target_url: target, event_types: ['trader.fill'], filter_json: filter, active: true, secret: 'whsec_bench' }, Date.now());
+    await store.create({ user_id: `u${i % 5000}`, target_url: target, event_types: ['trader.fill'], filter_json: filter, active: true, secret: 'whsec_bench' }, Date.now());
   }
-})();
+}
 // the delivery path of the service (WebhookService -> DeliveryWorker -> pinnedPost), with the connection pool chosen
 // per run: false = a new TLS connection per delivery, undefined = the shared keep-alive pool (the default)
 let reuse = false;
 const allowlist = [`127.0.0.1:${port}`];
-const svc = new WebhookService({
+const svc = await WebhookService.open({
   store,
   planOf: () => 'desk',
   allowlist,
@@ -88,7 +91,7 @@ for (let i = 0; i < total; i++) {
   // fill sizes: median ~$60, a long tail past $10k (the live tail's shape)
   const data = { trader_proxy: wallet(Math.floor(100_000 * rnd() ** 1.5)), condition_id: market(Math.floor(3500 * rnd() ** 1.5)), size_usdc: Math.round(5 * Math.exp(rnd() * 8)), price: 0.5, token_id: '1', taker_side: 'buy', exchange_version: '2', exchange_kind: 'ctf', tx_hash: `0x${hex(i, 64)}`, log_index: '0' };
   const a = performance.now();
-  enqueued += svc.publish('trader.fill', data).enqueued;
+  enqueued += (await svc.publish('trader.fill', data)).enqueued;
   lat.push(performance.now() - a);
 }
 const pct = (xs: number[], p: number) => [...xs].sort((x, y) => x - y)[Math.min(xs.length - 1, Math.floor(p * xs.length))]!;
@@ -97,13 +100,12 @@ console.log(`event → enqueue: ${total.toLocaleString()} trader.fill events at 
 console.log(`  latency per event (match + outbox transaction): p50 ${pct(lat, 0.5).toFixed(3)} ms, p99 ${pct(lat, 0.99).toFixed(3)} ms, max ${Math.max(...lat).toFixed(1)} ms`);
 
 // 2. delivery throughput, without and with connection reuse
-store.db.prepare(`UPDATE webhook_deliveries SET status = 'dropped' WHERE status = 'pending'`).run();
-const one = store.create({ user_id: 'u_bench', target_url: target, event_types: ['trader.fill'], filter_json: {}, active: true, secret: 'whsec_bench' }, Date.now());
+await store.db.run(`UPDATE webhook_deliveries SET status = 'dropped' WHERE status = 'pending'`);
+const one = await store.create({ user_id: 'u_bench', target_url: target, event_types: ['trader.fill'], filter_json: {}, active: true, secret: 'whsec_bench' }, Date.now());
 for (const mode of ['new', 'reuse'] as const) {
   reuse = mode === 'reuse';
-  store.db.transaction(() => {
-    for (let i = 0; i < DELIVERIES; i++) store.enqueue({ id: `evt_d_${mode}_${i}`, type: 'trader.fill', body: JSON.stringify({ type: 'trader.fill', emitted_at: new Date().toISOString(), data: { i } }) }, [{ id: one.id, user_id: 'u_bench' }], () => 1e9, Date.now());
-  })();
+  for (let i = 0; i < DELIVERIES; i++)
+    await store.enqueue({ id: `evt_d_${mode}_${i}`, type: 'trader.fill', body: JSON.stringify({ type: 'trader.fill', emitted_at: new Date().toISOString(), data: { i } }) }, [{ id: one.id, user_id: 'u_bench' }], () => 1e9, Date.now());
   hits = 0;
   handshakes = 0;
   const d0 = performance.now();
@@ -114,6 +116,7 @@ for (const mode of ['new', 'reuse'] as const) {
 }
 
 closeDefaultDeliveryPool();
-store.close();
+await store.close();
+await serviceDb.close();
 await new Promise((r) => receiver.close(r));
 await rm(dir, { recursive: true, force: true });

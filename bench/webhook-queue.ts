@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
+import { SqliteDb } from '../data/sql/db.ts';
 import { WebhookStore } from '../data/webhook-store.ts';
 import { OutboxRelay, RedisDeliveryQueue, startRedisWorker } from '../jobs/webhooks/redis-queue.ts';
 import { WebhookService } from '../jobs/webhooks/service.ts';
@@ -53,17 +54,18 @@ const send = (url: string, body: string, headers: Record<string, string>) =>
 
 const prefix = `bench-${randomBytes(4).toString('hex')}`;
 const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
-const store = new WebhookStore(join(dir, 'service.sqlite'));
+// synchronous = NORMAL: the outbox is filled one enqueue (one transaction) at a time before each measurement
+const serviceDb = await SqliteDb.open(join(dir, 'service.sqlite'), { synchronous: 'NORMAL' });
+const store = await WebhookStore.open(serviceDb);
 const queue = new RedisDeliveryQueue({ connection: redis, prefix });
-const sub = store.create({ user_id: 'u_bench', target_url: target, event_types: ['trader.fill'], filter_json: {}, active: true, secret: 'whsec_bench' }, Date.now());
-await queue.syncTargets(store.targets());
+const sub = await store.create({ user_id: 'u_bench', target_url: target, event_types: ['trader.fill'], filter_json: {}, active: true, secret: 'whsec_bench' }, Date.now());
+await queue.syncTargets(await store.targets());
 const relay = new OutboxRelay({ store, queue });
 
-const fillOutbox = (tag: string) =>
-  store.db.transaction(() => {
-    for (let i = 0; i < DELIVERIES; i++)
-      store.enqueue({ id: `evt_${tag}_${i}`, type: 'trader.fill', body: JSON.stringify({ type: 'trader.fill', emitted_at: new Date().toISOString(), data: { i } }) }, [{ id: sub.id, user_id: 'u_bench' }], () => 1e9, Date.now());
-  })();
+const fillOutbox = async (tag: string) => {
+  for (let i = 0; i < DELIVERIES; i++)
+    await store.enqueue({ id: `evt_${tag}_${i}`, type: 'trader.fill', body: JSON.stringify({ type: 'trader.fill', emitted_at: new Date().toISOString(), data: { i } }) }, [{ id: sub.id, user_id: 'u_bench' }], () => 1e9, Date.now());
+};
 const drained = async () => {
   for (;;) {
     const k = await queue.counts();
@@ -73,7 +75,7 @@ const drained = async () => {
 };
 
 // 1. hand-off
-fillOutbox('a');
+await fillOutbox('a');
 let t = performance.now();
 const moved = await relay.runDue();
 const handoff = (performance.now() - t) / 1000;
@@ -99,7 +101,7 @@ for (let i = 0; i < WORKERS; i++) {
   child.stdout!.resume();
   children.push(child);
 }
-fillOutbox('b');
+await fillOutbox('b');
 hits = 0;
 t = performance.now();
 await relay.runDue(); // the workers start on the first batch while the rest is handed off
@@ -110,7 +112,7 @@ for (const c of children) c.kill('SIGTERM');
 await Promise.all(children.map((c) => new Promise((r) => c.once('exit', r))));
 
 // 3. live: publish → receiver through the service in Redis mode
-const svc = new WebhookService({ store, planOf: () => 'desk', allowlist, ca: cert.cert, redis: { connection: redis, prefix, concurrency: 32 } });
+const svc = await WebhookService.open({ store, planOf: () => 'desk', allowlist, ca: cert.cert, redis: { connection: redis, prefix, concurrency: 32 } });
 await svc.start();
 hits = 0;
 latencies.length = 0;
@@ -120,7 +122,7 @@ for (let i = 0; i < total; i++) {
   const due = start + (i * 1000) / RATE;
   const wait = due - performance.now();
   if (wait > 1) await new Promise((r) => setTimeout(r, wait));
-  svc.publish('trader.fill', { trader_proxy: '0x' + '00'.repeat(20), size_usdc: 10, tx_hash: `0x${i}`, sent_ms: Date.now() });
+  await svc.publish('trader.fill', { trader_proxy: '0x' + '00'.repeat(20), size_usdc: 10, tx_hash: `0x${i}`, sent_ms: Date.now() });
 }
 await drained();
 while (hits < total && performance.now() - start < (SECONDS + 30) * 1000) await new Promise((r) => setTimeout(r, 20));
@@ -133,6 +135,7 @@ await svc.stop();
 const keys = await redis.keys(`${prefix}:*`);
 if (keys.length) await redis.del(...keys);
 redis.disconnect();
-store.close();
+await store.close();
+await serviceDb.close();
 await new Promise((r) => receiver.close(r));
 await rm(dir, { recursive: true, force: true });

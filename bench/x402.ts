@@ -3,7 +3,7 @@
  * authorization, retries; the gateway verifies, reserves, computes, settles on a local chain (anvil) and answers.
  * Prints p50 / p95 per route for the whole paid round trip, and the payment overhead alone (a route whose
  * computation is trivial), on the demo analytics build.
- *   npm run bench:x402 -- [--db var/demo-w100000-d120-s42/venue.duckdb] [--runs 30]
+ *   npm run bench:x402 -- [--db var/demo-w100000-d120-s42/venue.duckdb] [--runs 30]   (DATABASE_URL=postgres://… puts the ledger there)
  * Stop `npm start` first (it holds the DuckDB file).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -30,7 +30,8 @@ const { instance, conn } = await openDuckDB({ path: dbPath, threads: 2, readOnly
 const db = duckRunner(conn);
 const chain = await startLocalChain();
 const dir = await mkdtemp(join(tmpdir(), 'bench-x402-'));
-const ledger = new PaymentLedger(join(dir, 'ledger.sqlite'));
+// the ledger on DATABASE_URL (PostgreSQL) when set, else a SQLite file of its own
+const ledger = await PaymentLedger.open(process.env.DATABASE_URL ?? join(dir, 'ledger.sqlite'));
 const [last] = await queryRows<{ t: Date }>(conn, `SELECT max(ts) AS t FROM fills`);
 const payTo = privateKeyToAccount(generatePrivateKey()).address;
 const gate = new PaymentGate({ facilitator: new LocalFacilitator({ rpcUrl: chain.rpcUrl, network: chain.network, privateKey: chain.facilitatorPrivateKey }), ledger, terms: { network: { ...NETWORKS['base-sepolia']!, usdc: chain.usdc }, payTo } });
@@ -79,9 +80,9 @@ for (const [name, path, init] of routes) {
   }
   console.log(`${name.padEnd(32)} ${pct(times, 0.5).toFixed(1).padStart(8)} ${pct(times, 0.95).toFixed(1).padStart(8)} ${Math.max(...times).toFixed(1).padStart(8)}`);
 }
-console.log(`settled payments: ${ledger.totals().reduce((n, r) => n + r.settled, 0)}`);
+console.log(`settled payments: ${(await ledger.totals()).reduce((n, r) => n + r.settled, 0)}`);
 await new Promise((r) => server.close(r));
-ledger.close();
+await ledger.close();
 await chain.stop();
 conn.closeSync();
 instance.closeSync();

@@ -1,5 +1,5 @@
 /**
- * The durable payment ledger (SQLite): every x402 authorization the gateway accepts is reserved here before any
+ * The durable payment ledger (the service state: SQLite, or PostgreSQL shared by every replica): every x402 authorization the gateway accepts is reserved here before any
  * work is done, and ends settled (with its receipt), released (the handler failed: nothing was charged) or failed
  * (settlement failed: nothing was charged). The authorization nonce is the key, so a replayed or concurrent
  * duplicate payment finds it taken and is refused before the handler runs.
@@ -8,9 +8,15 @@
  * A reservation left behind by a crash (status reserved) is never reused: its authorization may or may not have
  * been settled on chain. `expireStale` marks reservations whose authorization window has closed as expired (they
  * can no longer settle), which is what an operator needs to reconcile.
+ *
+ * Exactly once across replicas: a reservation is one transaction under a lock named by the authorization (SQLite's
+ * write lock, a PostgreSQL advisory lock): an INSERT … ON CONFLICT DO NOTHING, else the retake of a released or
+ * failed row, so of any number of concurrent reservations of one authorization exactly one succeeds. A settled row
+ * is final: a trigger refuses any update of it, in either engine. The ledger syncs fully at every commit (SQLite
+ * synchronous = FULL, data/sql/db.ts's default; PostgreSQL commits are durable).
  */
-import type Database from 'better-sqlite3';
-import { openSqlite } from './sqlite.ts';
+import { openServiceDb, type SqlDb } from './sql/db.ts';
+import { migrate, type Migration } from './sql/migrate.ts';
 
 export type PaymentStatus = 'reserved' | 'settled' | 'released' | 'failed' | 'uncertain' | 'expired';
 
@@ -52,93 +58,135 @@ export function paymentKey(r: Pick<Reservation, 'network' | 'asset' | 'payer' | 
   return `${r.network}:${r.asset.toLowerCase()}:${r.payer.toLowerCase()}:${r.nonce.toLowerCase()}`;
 }
 
-export class PaymentLedger {
-  readonly db: Database.Database;
+/** The ledger's table, version by version (data/sql/migrate.ts). */
+export const PAYMENT_MIGRATIONS: readonly Migration[] = [
+  {
+    name: '0001-x402-payments',
+    async up(db) {
+      // IF NOT EXISTS: a SQLite file from before versioned migrations already has the table and its trigger
+      await db.exec(`CREATE TABLE IF NOT EXISTS x402_payments (
+        payment_key TEXT PRIMARY KEY, route TEXT NOT NULL, resource TEXT NOT NULL, network TEXT NOT NULL, asset TEXT NOT NULL,
+        payer TEXT NOT NULL, pay_to TEXT NOT NULL, amount TEXT NOT NULL, nonce TEXT NOT NULL, valid_before BIGINT NOT NULL,
+        status TEXT NOT NULL, reserved_at TEXT NOT NULL, updated_at TEXT NOT NULL, tx_hash TEXT, receipt_json TEXT, error TEXT);
+      CREATE INDEX IF NOT EXISTS x402_payments_status ON x402_payments(status);`);
+      if (db.dialect === 'sqlite') {
+        await db.exec(`CREATE TRIGGER IF NOT EXISTS x402_settled_final BEFORE UPDATE ON x402_payments WHEN OLD.status = 'settled'
+          BEGIN SELECT RAISE(ABORT, 'a settled payment is final'); END;`);
+      } else {
+        await db.exec(`CREATE OR REPLACE FUNCTION x402_settled_final() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN RAISE EXCEPTION 'a settled payment is final'; END $$;
+        DROP TRIGGER IF EXISTS x402_settled_final ON x402_payments;
+        CREATE TRIGGER x402_settled_final BEFORE UPDATE ON x402_payments FOR EACH ROW WHEN (OLD.status = 'settled')
+          EXECUTE FUNCTION x402_settled_final();`);
+      }
+    },
+  },
+];
 
-  constructor(path: string) {
-    // a payment is money: the ledger syncs fully at every commit
-    this.db = openSqlite(path, { synchronous: 'FULL' });
-    this.db.exec(`CREATE TABLE IF NOT EXISTS x402_payments (
-      payment_key TEXT PRIMARY KEY, route TEXT NOT NULL, resource TEXT NOT NULL, network TEXT NOT NULL, asset TEXT NOT NULL,
-      payer TEXT NOT NULL, pay_to TEXT NOT NULL, amount TEXT NOT NULL, nonce TEXT NOT NULL, valid_before INTEGER NOT NULL,
-      status TEXT NOT NULL, reserved_at TEXT NOT NULL, updated_at TEXT NOT NULL, tx_hash TEXT, receipt_json TEXT, error TEXT);
-      CREATE INDEX IF NOT EXISTS x402_payments_status ON x402_payments(status);
-      CREATE TRIGGER IF NOT EXISTS x402_settled_final BEFORE UPDATE ON x402_payments WHEN OLD.status = 'settled'
-        BEGIN SELECT RAISE(ABORT, 'a settled payment is final'); END;`);
+export class PaymentLedger {
+  private constructor(
+    readonly db: SqlDb,
+    private readonly owned: boolean,
+  ) {}
+
+  /** The ledger on `target`: an open service database (shared with the other stores), or a SQLite path / PostgreSQL URL it opens and owns. */
+  static async open(target: SqlDb | string): Promise<PaymentLedger> {
+    const db = typeof target === 'string' ? await openServiceDb(target) : target;
+    try {
+      await migrate(db, 'x402_payments', PAYMENT_MIGRATIONS);
+    } catch (e) {
+      if (typeof target === 'string') await db.close();
+      throw e;
+    }
+    return new PaymentLedger(db, typeof target === 'string');
   }
 
-  close(): void {
-    this.db.close();
+  async close(): Promise<void> {
+    if (this.owned) await this.db.close();
   }
 
   /**
-   * Reserve an authorization; false when it is reserved or settled already (a replay or a concurrent duplicate).
-   * An authorization whose earlier use was released or failed (nothing charged) may be reserved again.
+   * Reserve an authorization; not ok when it is reserved or settled already (a replay or a concurrent duplicate, from
+   * this replica or another). An authorization whose earlier use was released or failed (nothing charged) may be
+   * reserved again.
    */
-  reserve(r: Reservation, nowMs: number): { ok: true; key: string } | { ok: false; key: string; status: PaymentStatus } {
+  async reserve(r: Reservation, nowMs: number): Promise<{ ok: true; key: string } | { ok: false; key: string; status: PaymentStatus }> {
     const key = paymentKey(r);
-    return this.db.transaction(() => {
-      const ins = this.db
-        .prepare(
+    return this.db.tx(
+      async (t) => {
+        const ins = await t.run(
           `INSERT INTO x402_payments (payment_key, route, resource, network, asset, payer, pay_to, amount, nonce, valid_before, status, reserved_at, updated_at)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'reserved', ?, ?) ON CONFLICT (payment_key) DO NOTHING`,
-        )
-        .run(key, r.route, r.resource, r.network, r.asset, r.payer, r.payTo, r.amount, r.nonce, r.validBefore, iso(nowMs), iso(nowMs));
-      if (ins.changes === 1) return { ok: true as const, key };
-      const retake = this.db
-        .prepare(
+          [key, r.route, r.resource, r.network, r.asset, r.payer, r.payTo, r.amount, r.nonce, r.validBefore, iso(nowMs), iso(nowMs)],
+        );
+        if (ins.changes === 1) return { ok: true as const, key };
+        const retake = await t.run(
           `UPDATE x402_payments SET status = 'reserved', route = ?, resource = ?, amount = ?, updated_at = ?, error = NULL, receipt_json = NULL, tx_hash = NULL
            WHERE payment_key = ? AND status IN ('released', 'failed')`,
-        )
-        .run(r.route, r.resource, r.amount, iso(nowMs), key);
-      if (retake.changes === 1) return { ok: true as const, key };
-      const row = this.db.prepare(`SELECT status FROM x402_payments WHERE payment_key = ?`).get(key) as { status: PaymentStatus };
-      return { ok: false as const, key, status: row.status };
-    }).immediate();
+          [r.route, r.resource, r.amount, iso(nowMs), key],
+        );
+        if (retake.changes === 1) return { ok: true as const, key };
+        const row = await t.get<{ status: PaymentStatus }>(`SELECT status FROM x402_payments WHERE payment_key = ?`, [key]);
+        return { ok: false as const, key, status: row!.status };
+      },
+      { lock: `x402:${key}` },
+    );
   }
 
-  settle(key: string, receipt: { transaction: string }, nowMs: number): void {
-    this.db
-      .prepare(`UPDATE x402_payments SET status = 'settled', tx_hash = ?, receipt_json = ?, updated_at = ? WHERE payment_key = ? AND status = 'reserved'`)
-      .run(receipt.transaction, JSON.stringify(receipt), iso(nowMs), key);
+  /** The settlement landed: the row is final. False when the reservation was not (or no longer) held. */
+  async settle(key: string, receipt: { transaction: string }, nowMs: number): Promise<boolean> {
+    const r = await this.db.run(`UPDATE x402_payments SET status = 'settled', tx_hash = ?, receipt_json = ?, updated_at = ? WHERE payment_key = ? AND status = 'reserved'`, [
+      receipt.transaction,
+      JSON.stringify(receipt),
+      iso(nowMs),
+      key,
+    ]);
+    return r.changes === 1;
   }
 
-  /** The handler failed before settlement: nothing was charged. */
-  release(key: string, error: string, nowMs: number): void {
-    this.db.prepare(`UPDATE x402_payments SET status = 'released', error = ?, updated_at = ? WHERE payment_key = ? AND status = 'reserved'`).run(error.slice(0, 500), iso(nowMs), key);
+  /** The handler failed before settlement: nothing was charged. False when the reservation was not held. */
+  async release(key: string, error: string, nowMs: number): Promise<boolean> {
+    const r = await this.db.run(`UPDATE x402_payments SET status = 'released', error = ?, updated_at = ? WHERE payment_key = ? AND status = 'reserved'`, [error.slice(0, 500), iso(nowMs), key]);
+    return r.changes === 1;
   }
 
-  /** Settlement failed: nothing was charged; the receipt records why. */
-  fail(key: string, receipt: unknown, error: string, nowMs: number): void {
-    this.db
-      .prepare(`UPDATE x402_payments SET status = 'failed', receipt_json = ?, error = ?, updated_at = ? WHERE payment_key = ? AND status = 'reserved'`)
-      .run(JSON.stringify(receipt), error.slice(0, 500), iso(nowMs), key);
+  /** Settlement failed: nothing was charged; the receipt records why. False when the reservation was not held. */
+  async fail(key: string, receipt: unknown, error: string, nowMs: number): Promise<boolean> {
+    const r = await this.db.run(`UPDATE x402_payments SET status = 'failed', receipt_json = ?, error = ?, updated_at = ? WHERE payment_key = ? AND status = 'reserved'`, [
+      JSON.stringify(receipt),
+      error.slice(0, 500),
+      iso(nowMs),
+      key,
+    ]);
+    return r.changes === 1;
   }
 
   /**
    * The facilitator could not say whether the settlement landed (timeout, transport error): the authorization is
-   * never reused, and the row waits for reconciliation against the chain.
+   * never reused, and the row waits for reconciliation against the chain. False when the reservation was not held.
    */
-  markUncertain(key: string, receipt: unknown, error: string, nowMs: number): void {
-    this.db
-      .prepare(`UPDATE x402_payments SET status = 'uncertain', receipt_json = ?, error = ?, updated_at = ? WHERE payment_key = ? AND status = 'reserved'`)
-      .run(JSON.stringify(receipt), error.slice(0, 500), iso(nowMs), key);
+  async markUncertain(key: string, receipt: unknown, error: string, nowMs: number): Promise<boolean> {
+    const r = await this.db.run(`UPDATE x402_payments SET status = 'uncertain', receipt_json = ?, error = ?, updated_at = ? WHERE payment_key = ? AND status = 'reserved'`, [
+      JSON.stringify(receipt),
+      error.slice(0, 500),
+      iso(nowMs),
+      key,
+    ]);
+    return r.changes === 1;
   }
 
   /** Reservations a crash left behind whose authorization can no longer settle. Returns how many. */
-  expireStale(nowMs: number): number {
-    return this.db
-      .prepare(`UPDATE x402_payments SET status = 'expired', updated_at = ? WHERE status = 'reserved' AND valid_before < ?`)
-      .run(iso(nowMs), Math.floor(nowMs / 1000)).changes;
+  async expireStale(nowMs: number): Promise<number> {
+    return (await this.db.run(`UPDATE x402_payments SET status = 'expired', updated_at = ? WHERE status = 'reserved' AND valid_before < ?`, [iso(nowMs), Math.floor(nowMs / 1000)])).changes;
   }
 
-  get(key: string): PaymentRow | null {
-    return (this.db.prepare(`SELECT * FROM x402_payments WHERE payment_key = ?`).get(key) as PaymentRow | undefined) ?? null;
+  async get(key: string): Promise<PaymentRow | null> {
+    return (await this.db.get<PaymentRow>(`SELECT * FROM x402_payments WHERE payment_key = ?`, [key])) ?? null;
   }
 
   /** Settled totals per route (for operators and tests). */
-  totals(): { route: string; settled: number; amount: string }[] {
-    const rows = this.db.prepare(`SELECT route, amount FROM x402_payments WHERE status = 'settled'`).all() as { route: string; amount: string }[];
+  async totals(): Promise<{ route: string; settled: number; amount: string }[]> {
+    const rows = await this.db.all<{ route: string; amount: string }>(`SELECT route, amount FROM x402_payments WHERE status = 'settled' ORDER BY route`);
     const by = new Map<string, { settled: number; amount: bigint }>();
     for (const r of rows) {
       const e = by.get(r.route) ?? { settled: 0, amount: 0n };

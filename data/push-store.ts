@@ -1,14 +1,15 @@
 /**
- * Browser push subscriptions and the service's VAPID key pair (SQLite). The key pair is generated once, on first
- * use, and kept: every subscription a browser made is bound to the public key it was given.
+ * Browser push subscriptions and the service's VAPID key pair (the service state: SQLite by default, PostgreSQL with
+ * DATABASE_URL — data/sql/db.ts). The key pair is generated once, on first use, and kept: every subscription a
+ * browser made is bound to the public key it was given (the first writer wins, every replica reads the winner).
  *
  * Each subscription also carries which live events it wants (`event_types`, a subset of PUSH_EVENT_TYPES) and a
  * webhook-style `filter_json` (docs/webhooks.md "Browser push"). Those two columns were added after the table
- * first shipped: opening an older file adds them (ALTER TABLE ... ADD COLUMN, guarded by PRAGMA table_info, under
- * a write lock so two processes opening the same old file do not both try); existing rows get the defaults.
+ * first shipped: migration 0002 adds them to an older database (checking which columns it has, under the
+ * migrations' lock so two processes opening the same old file do not both try); existing rows get the defaults.
  */
-import type Database from 'better-sqlite3';
-import { addMissingColumns, openSqlite } from './sqlite.ts';
+import { openServiceDb, type SqlDb } from './sql/db.ts';
+import { migrate, type Migration } from './sql/migrate.ts';
 
 /**
  * The live event types a browser push subscription may ask for. trader.fill is not one of them: the live tail
@@ -44,75 +45,111 @@ function parseJson<T>(s: string, fallback: T): T {
   }
 }
 
-/** Columns added after the first schema, with their definitions (applied in order to an older file). */
+/** Columns added after the first schema, with their definitions (applied in order to an older database). */
 const ADDED_COLUMNS: readonly (readonly [string, string])[] = [
   ['event_types', `TEXT NOT NULL DEFAULT '${JSON.stringify(DEFAULT_PUSH_EVENT_TYPES)}'`],
   ['filter_json', `TEXT NOT NULL DEFAULT '{}'`],
 ];
 
-export class PushStore {
-  readonly db: Database.Database;
-
-  constructor(path: string) {
-    this.db = openSqlite(path);
-    this.db.exec(`
+/** The push tables, version by version (data/sql/migrate.ts). */
+export const PUSH_MIGRATIONS: readonly Migration[] = [
+  {
+    name: '0001-push',
+    async up(db) {
+      // IF NOT EXISTS: a SQLite file from before versioned migrations already has these tables
+      await db.exec(`
       CREATE TABLE IF NOT EXISTS push_subscriptions (
         endpoint TEXT PRIMARY KEY, user_id TEXT NOT NULL, p256dh TEXT NOT NULL, auth TEXT NOT NULL, created_at TEXT NOT NULL);
       CREATE INDEX IF NOT EXISTS push_subscriptions_user ON push_subscriptions(user_id);
       CREATE TABLE IF NOT EXISTS service_kv (key TEXT PRIMARY KEY, value TEXT NOT NULL);`);
-    addMissingColumns(this.db, 'push_subscriptions', ADDED_COLUMNS);
+    },
+  },
+  {
+    // which live events a subscription wants, and its filter
+    name: '0002-push-event-filters',
+    async up(db) {
+      const have =
+        db.dialect === 'sqlite'
+          ? new Set((await db.all<{ name: string }>(`PRAGMA table_info(push_subscriptions)`)).map((c) => c.name))
+          : new Set((await db.all<{ name: string }>(`SELECT column_name AS name FROM information_schema.columns WHERE table_name = 'push_subscriptions' AND table_schema = current_schema()`)).map((c) => c.name));
+      for (const [name, def] of ADDED_COLUMNS) if (!have.has(name)) await db.exec(`ALTER TABLE push_subscriptions ADD COLUMN ${name} ${def}`);
+    },
+  },
+];
+
+export class PushStore {
+  private constructor(
+    readonly db: SqlDb,
+    private readonly owned: boolean,
+  ) {}
+
+  /** The store on `target`: an open service database (shared with the other stores), or a SQLite path / PostgreSQL URL it opens and owns. */
+  static async open(target: SqlDb | string): Promise<PushStore> {
+    const db = typeof target === 'string' ? await openServiceDb(target) : target;
+    await migrate(db, 'push', PUSH_MIGRATIONS);
+    return new PushStore(db, typeof target === 'string');
   }
 
-  close(): void {
-    this.db.close();
+  async close(): Promise<void> {
+    if (this.owned) await this.db.close();
   }
 
   /** The stored value, or the one `make` produces, stored first (one writer wins; everyone reads the winner). */
-  getOrCreate(key: string, make: () => string): string {
-    this.db.prepare(`INSERT INTO service_kv (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`).run(key, make());
-    return (this.db.prepare(`SELECT value FROM service_kv WHERE key = ?`).get(key) as { value: string }).value;
+  async getOrCreate(key: string, make: () => string): Promise<string> {
+    const read = async () => (await this.db.get<{ value: string }>(`SELECT value FROM service_kv WHERE key = ?`, [key]))?.value;
+    const have = await read();
+    if (have !== undefined) return have;
+    await this.db.run(`INSERT INTO service_kv (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`, [key, make()]);
+    return (await read())!;
   }
 
   /**
    * Add or refresh a subscription; returns the stored row. An endpoint belongs to the last user who registered it.
    * `event_types` / `filter_json` replace the stored ones when given; when omitted, a re-subscription by the same
    * user keeps what it had, and a new subscription (or one that changes hands) gets the defaults
-   * (DEFAULT_PUSH_EVENT_TYPES, `{}`).
+   * (DEFAULT_PUSH_EVENT_TYPES, `{}`). One statement, so the keep-or-replace decision is made on the row as stored at
+   * that moment, whichever replica wrote it last.
    */
-  upsert(s: { user_id: string; endpoint: string; p256dh: string; auth: string; event_types?: readonly string[]; filter_json?: Record<string, unknown> }, nowMs: number): PushSubscriptionRow {
-    return this.db
-      .transaction(() => {
-        const cur = this.get(s.endpoint);
-        const keep = cur && cur.user_id === s.user_id;
-        const eventTypes = s.event_types ?? (keep ? cur.event_types : DEFAULT_PUSH_EVENT_TYPES);
-        const filter = s.filter_json ?? (keep ? cur.filter_json : {});
-        this.db
-          .prepare(
-            `INSERT INTO push_subscriptions (endpoint, user_id, p256dh, auth, event_types, filter_json, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-             ON CONFLICT (endpoint) DO UPDATE SET user_id = excluded.user_id, p256dh = excluded.p256dh, auth = excluded.auth,
-               event_types = excluded.event_types, filter_json = excluded.filter_json`,
-          )
-          .run(s.endpoint, s.user_id, s.p256dh, s.auth, JSON.stringify(eventTypes), JSON.stringify(filter), new Date(nowMs).toISOString());
-        return this.get(s.endpoint)!;
-      })
-      .immediate();
+  async upsert(
+    s: { user_id: string; endpoint: string; p256dh: string; auth: string; event_types?: readonly string[]; filter_json?: Record<string, unknown> },
+    nowMs: number,
+  ): Promise<PushSubscriptionRow> {
+    const r = await this.db.get<RawRow>(
+      `INSERT INTO push_subscriptions (endpoint, user_id, p256dh, auth, event_types, filter_json, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (endpoint) DO UPDATE SET user_id = excluded.user_id, p256dh = excluded.p256dh, auth = excluded.auth,
+         event_types = CASE WHEN ? = 0 AND push_subscriptions.user_id = excluded.user_id THEN push_subscriptions.event_types ELSE excluded.event_types END,
+         filter_json = CASE WHEN ? = 0 AND push_subscriptions.user_id = excluded.user_id THEN push_subscriptions.filter_json ELSE excluded.filter_json END
+       RETURNING *`,
+      [
+        s.endpoint,
+        s.user_id,
+        s.p256dh,
+        s.auth,
+        JSON.stringify(s.event_types ?? DEFAULT_PUSH_EVENT_TYPES),
+        JSON.stringify(s.filter_json ?? {}),
+        new Date(nowMs).toISOString(),
+        s.event_types === undefined ? 0 : 1,
+        s.filter_json === undefined ? 0 : 1,
+      ],
+    );
+    return toRow(r!);
   }
 
-  get(endpoint: string): PushSubscriptionRow | null {
-    const r = this.db.prepare(`SELECT * FROM push_subscriptions WHERE endpoint = ?`).get(endpoint) as RawRow | undefined;
+  async get(endpoint: string): Promise<PushSubscriptionRow | null> {
+    const r = await this.db.get<RawRow>(`SELECT * FROM push_subscriptions WHERE endpoint = ?`, [endpoint]);
     return r ? toRow(r) : null;
   }
 
-  forUser(userId: string): PushSubscriptionRow[] {
-    return (this.db.prepare(`SELECT * FROM push_subscriptions WHERE user_id = ? ORDER BY created_at, endpoint`).all(userId) as RawRow[]).map(toRow);
+  async forUser(userId: string): Promise<PushSubscriptionRow[]> {
+    return (await this.db.all<RawRow>(`SELECT * FROM push_subscriptions WHERE user_id = ? ORDER BY created_at, endpoint`, [userId])).map(toRow);
   }
 
   /** Every subscription (the push service indexes them at start). */
-  all(): PushSubscriptionRow[] {
-    return (this.db.prepare(`SELECT * FROM push_subscriptions ORDER BY created_at, endpoint`).all() as RawRow[]).map(toRow);
+  async all(): Promise<PushSubscriptionRow[]> {
+    return (await this.db.all<RawRow>(`SELECT * FROM push_subscriptions ORDER BY created_at, endpoint`)).map(toRow);
   }
 
-  remove(endpoint: string): boolean {
-    return this.db.prepare(`DELETE FROM push_subscriptions WHERE endpoint = ?`).run(endpoint).changes === 1;
+  async remove(endpoint: string): Promise<boolean> {
+    return (await this.db.run(`DELETE FROM push_subscriptions WHERE endpoint = ?`, [endpoint])).changes === 1;
   }
 }

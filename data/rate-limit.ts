@@ -1,13 +1,14 @@
 /**
- * Fixed-window request counters behind one interface: SQLite by default (embedded, survives restarts, shared by
- * every process on the same file) and Redis when REDIS_URL is configured (shared by every instance).
+ * Fixed-window request counters behind one interface: the service state's SQL database by default (SQLite embedded,
+ * or PostgreSQL shared by every replica; survives restarts) and Redis when REDIS_URL is configured (shared by every
+ * instance).
  *
  * A counter is named by a key and a window [start, end); `hit` adds one and returns the count so far, so a limit
  * check is `count <= limit`. Windows are aligned (per minute, per calendar month), which makes every instance agree
  * on them without coordination.
  */
-import type Database from 'better-sqlite3';
-import { openSqlite } from './sqlite.ts';
+import { openServiceDb, type SqlDb } from './sql/db.ts';
+import { migrate, type Migration } from './sql/migrate.ts';
 import type { Redis } from 'ioredis';
 
 export interface RateStore {
@@ -18,36 +19,61 @@ export interface RateStore {
   close(): Promise<void>;
 }
 
-export class SqliteRateStore implements RateStore {
-  private readonly db: Database.Database;
-  private readonly hitStmt: Database.Statement;
-  private readonly peekStmt: Database.Statement;
+/** The counters' table, version by version (data/sql/migrate.ts). */
+export const RATE_MIGRATIONS: readonly Migration[] = [
+  {
+    name: '0001-rate-counters',
+    async up(db) {
+      // IF NOT EXISTS: a SQLite file from before versioned migrations already has the table
+      await db.exec(`CREATE TABLE IF NOT EXISTS rate_counters (
+        key TEXT NOT NULL, window_start BIGINT NOT NULL, window_end BIGINT NOT NULL, count INTEGER NOT NULL,
+        PRIMARY KEY (key, window_start))${db.dialect === 'sqlite' ? ' WITHOUT ROWID' : ''}`);
+    },
+  },
+];
+
+/**
+ * Counters in the service database: one upsert per hit (INSERT … ON CONFLICT DO UPDATE … RETURNING), atomic in
+ * either engine, so concurrent hits from any number of replicas each get their own count.
+ */
+export class SqlRateStore implements RateStore {
   private hits = 0;
 
-  constructor(path: string) {
-    this.db = openSqlite(path);
-    this.db.exec(`CREATE TABLE IF NOT EXISTS rate_counters (
-      key TEXT NOT NULL, window_start INTEGER NOT NULL, window_end INTEGER NOT NULL, count INTEGER NOT NULL,
-      PRIMARY KEY (key, window_start)) WITHOUT ROWID`);
-    this.hitStmt = this.db.prepare(
-      `INSERT INTO rate_counters (key, window_start, window_end, count) VALUES (?, ?, ?, 1)
-       ON CONFLICT (key, window_start) DO UPDATE SET count = count + 1 RETURNING count`,
-    );
-    this.peekStmt = this.db.prepare(`SELECT count FROM rate_counters WHERE key = ? AND window_start = ?`);
+  private constructor(
+    readonly db: SqlDb,
+    private readonly owned: boolean,
+  ) {}
+
+  /** The store on `target`: an open service database (shared with the other stores), or a SQLite path / PostgreSQL URL it opens and owns. */
+  static async open(target: SqlDb | string): Promise<SqlRateStore> {
+    const db = typeof target === 'string' ? await openServiceDb(target) : target;
+    try {
+      await migrate(db, 'rate_counters', RATE_MIGRATIONS);
+    } catch (e) {
+      if (typeof target === 'string') await db.close();
+      throw e;
+    }
+    return new SqlRateStore(db, typeof target === 'string');
   }
 
   async hit(key: string, windowStartMs: number, windowEndMs: number): Promise<number> {
     // sweep ended windows now and then so the table stays the size of the live windows
-    if (++this.hits % 5000 === 0) this.db.prepare(`DELETE FROM rate_counters WHERE window_end < ?`).run(Date.now());
-    return (this.hitStmt.get(key, windowStartMs, windowEndMs) as { count: number }).count;
+    if (++this.hits % 5000 === 0) await this.db.run(`DELETE FROM rate_counters WHERE window_end < ?`, [Date.now()]);
+    const r = await this.db.get<{ count: number }>(
+      `INSERT INTO rate_counters (key, window_start, window_end, count) VALUES (?, ?, ?, 1)
+       ON CONFLICT (key, window_start) DO UPDATE SET count = rate_counters.count + 1 RETURNING count`,
+      [key, windowStartMs, windowEndMs],
+    );
+    return Number(r!.count);
   }
 
   async peek(key: string, windowStartMs: number): Promise<number> {
-    return (this.peekStmt.get(key, windowStartMs) as { count: number } | undefined)?.count ?? 0;
+    const r = await this.db.get<{ count: number }>(`SELECT count FROM rate_counters WHERE key = ? AND window_start = ?`, [key, windowStartMs]);
+    return r ? Number(r.count) : 0;
   }
 
   async close(): Promise<void> {
-    this.db.close();
+    if (this.owned) await this.db.close();
   }
 }
 

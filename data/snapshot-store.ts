@@ -1,12 +1,13 @@
 /**
- * Persisted preset snapshots (SQLite, embedded default of the service state). A day's snapshot of a preset is written
- * once, in one transaction, and never changed: a second write of the same (preset, day) keeps the first and reports
- * whether the new rows were byte-identical (they must be: snapshots are computed only from data stamped that day or
- * before).
+ * Persisted preset snapshots (the service state: SQLite by default, PostgreSQL shared by replicas). A day's snapshot
+ * of a preset is written once, in one transaction, and never changed: a second write of the same (preset, day), from
+ * this replica or another, keeps the first and reports whether the new rows were byte-identical (they must be:
+ * snapshots are computed only from data stamped that day or before). The head row's INSERT … ON CONFLICT DO NOTHING
+ * decides who writes (a concurrent writer waits for the first to commit, then finds it); triggers refuse updates.
  */
 import { createHash } from 'node:crypto';
-import type Database from 'better-sqlite3';
-import { openSqlite } from './sqlite.ts';
+import { openServiceDb, type SqlDb, type SqlValue } from './sql/db.ts';
+import { migrate, type Migration } from './sql/migrate.ts';
 import type { SnapshotRow } from '../core/rankings.ts';
 
 export interface StoredSnapshot {
@@ -24,50 +25,88 @@ export function snapshotBytes(rows: readonly SnapshotRow[]): string {
   return rows.map((r) => `${r.rank}\t${r.key}\t${r.composite.toFixed(9)}`).join('\n');
 }
 
-export class SnapshotStore {
-  readonly db: Database.Database;
+/** The snapshot tables, version by version (data/sql/migrate.ts). */
+export const SNAPSHOT_MIGRATIONS: readonly Migration[] = [
+  {
+    name: '0001-preset-snapshots',
+    async up(db) {
+      // IF NOT EXISTS: a SQLite file from before versioned migrations already has the tables and triggers
+      await db.exec(`CREATE TABLE IF NOT EXISTS preset_snapshots (
+          preset TEXT NOT NULL, day TEXT NOT NULL, as_of TEXT NOT NULL, computed_at TEXT NOT NULL,
+          top_k INTEGER NOT NULL, sha256 TEXT NOT NULL, PRIMARY KEY (preset, day));
+        CREATE TABLE IF NOT EXISTS preset_snapshot_rows (
+          preset TEXT NOT NULL, day TEXT NOT NULL, rank INTEGER NOT NULL, key TEXT NOT NULL, composite TEXT NOT NULL,
+          PRIMARY KEY (preset, day, rank));`);
+      if (db.dialect === 'sqlite') {
+        await db.exec(`CREATE TRIGGER IF NOT EXISTS snapshot_rows_immutable BEFORE UPDATE ON preset_snapshot_rows
+            BEGIN SELECT RAISE(ABORT, 'snapshots are immutable'); END;
+          CREATE TRIGGER IF NOT EXISTS snapshots_immutable BEFORE UPDATE ON preset_snapshots
+            BEGIN SELECT RAISE(ABORT, 'snapshots are immutable'); END;`);
+      } else {
+        await db.exec(`CREATE OR REPLACE FUNCTION snapshots_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN RAISE EXCEPTION 'snapshots are immutable'; END $$;
+          DROP TRIGGER IF EXISTS snapshot_rows_immutable ON preset_snapshot_rows;
+          CREATE TRIGGER snapshot_rows_immutable BEFORE UPDATE ON preset_snapshot_rows FOR EACH ROW EXECUTE FUNCTION snapshots_immutable();
+          DROP TRIGGER IF EXISTS snapshots_immutable ON preset_snapshots;
+          CREATE TRIGGER snapshots_immutable BEFORE UPDATE ON preset_snapshots FOR EACH ROW EXECUTE FUNCTION snapshots_immutable();`);
+      }
+    },
+  },
+];
 
-  constructor(path: string) {
-    this.db = openSqlite(path);
-    this.db.exec(`CREATE TABLE IF NOT EXISTS preset_snapshots (
-        preset TEXT NOT NULL, day TEXT NOT NULL, as_of TEXT NOT NULL, computed_at TEXT NOT NULL,
-        top_k INTEGER NOT NULL, sha256 TEXT NOT NULL, PRIMARY KEY (preset, day));
-      CREATE TABLE IF NOT EXISTS preset_snapshot_rows (
-        preset TEXT NOT NULL, day TEXT NOT NULL, rank INTEGER NOT NULL, key TEXT NOT NULL, composite TEXT NOT NULL,
-        PRIMARY KEY (preset, day, rank));
-      CREATE TRIGGER IF NOT EXISTS snapshot_rows_immutable BEFORE UPDATE ON preset_snapshot_rows
-        BEGIN SELECT RAISE(ABORT, 'snapshots are immutable'); END;
-      CREATE TRIGGER IF NOT EXISTS snapshots_immutable BEFORE UPDATE ON preset_snapshots
-        BEGIN SELECT RAISE(ABORT, 'snapshots are immutable'); END;`);
+/** rows per INSERT statement (5 parameters each) */
+const ROWS_PER_INSERT = 100;
+
+type HeadRow = { preset: string; day: string; as_of: string; computed_at: string; top_k: number; sha256: string };
+
+export class SnapshotStore {
+  private constructor(
+    readonly db: SqlDb,
+    private readonly owned: boolean,
+  ) {}
+
+  /** The store on `target`: an open service database (shared with the other stores), or a SQLite path / PostgreSQL URL it opens and owns. */
+  static async open(target: SqlDb | string): Promise<SnapshotStore> {
+    const db = typeof target === 'string' ? await openServiceDb(target) : target;
+    try {
+      await migrate(db, 'preset_snapshots', SNAPSHOT_MIGRATIONS);
+    } catch (e) {
+      if (typeof target === 'string') await db.close();
+      throw e;
+    }
+    return new SnapshotStore(db, typeof target === 'string');
   }
 
   /** Write a day's snapshot unless it exists; returns the stored one and whether the offered rows matched it. */
-  put(s: Omit<StoredSnapshot, 'sha256'>): { stored: StoredSnapshot; created: boolean; identical: boolean } {
+  async put(s: Omit<StoredSnapshot, 'sha256'>): Promise<{ stored: StoredSnapshot; created: boolean; identical: boolean }> {
     const sha256 = createHash('sha256').update(snapshotBytes(s.rows)).digest('hex');
-    const created = this.db.transaction(() => {
-      const r = this.db
-        .prepare(`INSERT OR IGNORE INTO preset_snapshots (preset, day, as_of, computed_at, top_k, sha256) VALUES (?, ?, ?, ?, ?, ?)`)
-        .run(s.preset, s.date, s.as_of, s.computed_at, s.top_k, sha256);
+    const created = await this.db.tx(async (t) => {
+      const r = await t.run(`INSERT INTO preset_snapshots (preset, day, as_of, computed_at, top_k, sha256) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (preset, day) DO NOTHING`, [
+        s.preset,
+        s.date,
+        s.as_of,
+        s.computed_at,
+        s.top_k,
+        sha256,
+      ]);
       if (r.changes === 0) return false;
-      const ins = this.db.prepare(`INSERT INTO preset_snapshot_rows (preset, day, rank, key, composite) VALUES (?, ?, ?, ?, ?)`);
-      // composites are kept as their 9-decimal text so reading them back reproduces the same bytes
-      for (const row of s.rows) ins.run(s.preset, s.date, row.rank, row.key, row.composite.toFixed(9));
+      for (let i = 0; i < s.rows.length; i += ROWS_PER_INSERT) {
+        const chunk = s.rows.slice(i, i + ROWS_PER_INSERT);
+        const params: SqlValue[] = [];
+        // composites are kept as their 9-decimal text so reading them back reproduces the same bytes
+        for (const row of chunk) params.push(s.preset, s.date, row.rank, row.key, row.composite.toFixed(9));
+        await t.run(`INSERT INTO preset_snapshot_rows (preset, day, rank, key, composite) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?)').join(', ')}`, params);
+      }
       return true;
-    })();
-    const stored = this.get(s.preset, s.date)!;
+    });
+    const stored = (await this.get(s.preset, s.date))!;
     return { stored, created, identical: stored.sha256 === sha256 };
   }
 
-  get(preset: string, date: string): StoredSnapshot | null {
-    const head = this.db.prepare(`SELECT * FROM preset_snapshots WHERE preset = ? AND day = ?`).get(preset, date) as
-      | { preset: string; day: string; as_of: string; computed_at: string; top_k: number; sha256: string }
-      | undefined;
+  async get(preset: string, date: string): Promise<StoredSnapshot | null> {
+    const head = await this.db.get<HeadRow>(`SELECT * FROM preset_snapshots WHERE preset = ? AND day = ?`, [preset, date]);
     if (!head) return null;
-    const rows = this.db.prepare(`SELECT rank, key, composite FROM preset_snapshot_rows WHERE preset = ? AND day = ? ORDER BY rank`).all(preset, date) as {
-      rank: number;
-      key: string;
-      composite: string;
-    }[];
+    const rows = await this.db.all<{ rank: number; key: string; composite: string }>(`SELECT rank, key, composite FROM preset_snapshot_rows WHERE preset = ? AND day = ? ORDER BY rank`, [preset, date]);
     return {
       preset: head.preset,
       date: head.day,
@@ -80,16 +119,16 @@ export class SnapshotStore {
   }
 
   /** The latest stored day of a preset (for "omit date for latest"). */
-  latest(preset: string): StoredSnapshot | null {
-    const r = this.db.prepare(`SELECT day FROM preset_snapshots WHERE preset = ? ORDER BY day DESC LIMIT 1`).get(preset) as { day: string } | undefined;
+  async latest(preset: string): Promise<StoredSnapshot | null> {
+    const r = await this.db.get<{ day: string }>(`SELECT day FROM preset_snapshots WHERE preset = ? ORDER BY day DESC LIMIT 1`, [preset]);
     return r ? this.get(preset, r.day) : null;
   }
 
-  days(preset: string): string[] {
-    return (this.db.prepare(`SELECT day FROM preset_snapshots WHERE preset = ? ORDER BY day`).all(preset) as { day: string }[]).map((r) => r.day);
+  async days(preset: string): Promise<string[]> {
+    return (await this.db.all<{ day: string }>(`SELECT day FROM preset_snapshots WHERE preset = ? ORDER BY day`, [preset])).map((r) => r.day);
   }
 
-  close(): void {
-    this.db.close();
+  async close(): Promise<void> {
+    if (this.owned) await this.db.close();
   }
 }

@@ -192,7 +192,7 @@ export function gatewayRouters(deps: GatewayDeps): { agent: Router; info: Router
       const slug = z.string().max(64).parse(req.params.slug);
       presetBySlug(slug);
       const { date } = z.strictObject({ date: z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'date must be YYYY-MM-DD').optional() }).parse(req.query);
-      const s = deps.snapshots ? (date ? deps.snapshots.get(slug, date) : deps.snapshots.latest(slug)) : null;
+      const s = deps.snapshots ? await (date ? deps.snapshots.get(slug, date) : deps.snapshots.latest(slug)) : null;
       if (!s) throw new GatewayError(404, 'not_found', date ? `no published board of ${slug} for ${date}` : `no published board of ${slug} yet`);
       return async () => s;
     }),

@@ -9,6 +9,7 @@ import type { TidIndex } from '../core/public/index.ts';
 import type { QueryRunner } from '../core/query.ts';
 import { PaymentLedger } from '../data/payment-ledger.ts';
 import type { SnapshotStore } from '../data/snapshot-store.ts';
+import type { SqlDb } from '../data/sql/db.ts';
 import { gatewayRouters } from './app.ts';
 import { HttpFacilitator, LocalFacilitator } from './facilitator.ts';
 import { startLocalChain, type LocalChain } from './local-chain/chain.ts';
@@ -23,7 +24,8 @@ export interface GatewayOptions {
   network?: string;
   payTo?: string;
   asset?: string;
-  ledgerPath: string;
+  /** the service database the payment ledger lives in (shared with the process's other stores) */
+  serviceDb: SqlDb;
   db: QueryRunner;
   /** in-memory rankers of the latest analytics versions (jobs/analytics/rankers.ts); without them custom rankings run in SQL */
   rankers?: RankerSource;
@@ -53,6 +55,8 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
   let asset = o.asset;
   let payTo = o.payTo;
   let description: string;
+  // the ledger first: a database that cannot be migrated stops the start before a chain is spawned
+  const ledger = await PaymentLedger.open(o.serviceDb);
   if (o.mode === 'local') {
     chain = await startLocalChain();
     network = { ...NETWORKS[chain.network]!, usdc: chain.usdc };
@@ -69,7 +73,6 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
     facilitator = new HttpFacilitator({ url: o.facilitatorUrl });
     description = `remote facilitator ${new URL(o.facilitatorUrl).origin}`;
   }
-  const ledger = new PaymentLedger(o.ledgerPath);
   const gate = new PaymentGate({
     facilitator,
     ledger,
@@ -77,8 +80,12 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
     log: o.log,
   });
   const expire = setInterval(() => {
-    const n = ledger.expireStale(Date.now());
-    if (n) o.log(`x402: ${n} reservation(s) left by a crash expired unsettled`);
+    ledger.expireStale(Date.now()).then(
+      (n) => {
+        if (n) o.log(`x402: ${n} reservation(s) left by a crash expired unsettled`);
+      },
+      (e: Error) => o.log(`x402: expiring stale reservations failed: ${e.message}`),
+    );
   }, 600_000);
   expire.unref();
   const { agent, info } = gatewayRouters({ db: o.db, rankers: o.rankers, gate, now: o.now, origin: o.origin, snapshots: o.snapshots, tidKey: o.tidKey, tids: o.tids, facilitator: description });
@@ -92,7 +99,7 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
     ],
     async stop() {
       clearInterval(expire);
-      ledger.close();
+      await ledger.close();
       await chain?.stop();
     },
   };

@@ -11,9 +11,10 @@
  *   event quota (the same counter as webhook deliveries; Free has 0, so Free users only get the test push).
  * - Burst cap: at most PUSH_LIMITS.perHour notifications per subscription in any rolling hour (in memory, per
  *   process); beyond it events are dropped for that subscription and not counted.
- * - Best effort: push services store and forward (TTL 600 s here), so there is no durable outbox. publish() is
- *   synchronous and never throws; sends run in the background, at most PUSH_LIMITS.concurrency at once, from a queue
- *   of at most PUSH_LIMITS.maxQueue (beyond it events are dropped, not counted).
+ * - Best effort: push services store and forward (TTL 600 s here), so there is no durable outbox. publish() never
+ *   rejects (it waits only for the quota count, not for the sends); sends run in the background, at most
+ *   PUSH_LIMITS.concurrency at once, from a queue of at most PUSH_LIMITS.maxQueue (beyond it events are dropped,
+ *   not counted).
  */
 import { createHash } from 'node:crypto';
 import webpush from 'web-push';
@@ -26,8 +27,10 @@ import { WebhookError } from './webhooks/service.ts';
 
 /** The monthly event counter shared with webhook deliveries (WebhookStore has this shape). */
 export interface PushUsageCounter {
-  used(userId: string, month: string): number;
-  addUsage(userId: string, month: string, n: number): void;
+  /** count up to `n` events against the month as far as `quota` allows, atomically; how many were counted */
+  reserveUsage(userId: string, month: string, n: number, quota: number): Promise<number>;
+  /** count (negative: give back) events against the month */
+  addUsage(userId: string, month: string, n: number): Promise<void>;
 }
 
 export interface PushLimits {
@@ -205,17 +208,39 @@ export class PushService {
   /** live sends so far (since start) */
   readonly stats = { sent: 0, failed: 0, removed: 0 };
 
-  constructor(private readonly deps: PushDeps) {
-    const keys = JSON.parse(deps.store.getOrCreate('vapid', () => JSON.stringify(webpush.generateVAPIDKeys()))) as { publicKey: string; privateKey: string };
+  private constructor(
+    private readonly deps: PushDeps,
+    keys: { publicKey: string; privateKey: string },
+  ) {
     this.publicKey = keys.publicKey;
     this.privateKey = keys.privateKey;
     this.limits = { ...PUSH_LIMITS, ...deps.limits };
     this.now = deps.now ?? (() => new Date());
-    for (const s of deps.store.all()) this.indexSub(s);
+  }
+
+  /** The service with its VAPID keys (made and stored on first use) and the stored subscriptions indexed. */
+  static async open(deps: PushDeps): Promise<PushService> {
+    const keys = JSON.parse(await deps.store.getOrCreate('vapid', () => JSON.stringify(webpush.generateVAPIDKeys()))) as { publicKey: string; privateKey: string };
+    const svc = new PushService(deps, keys);
+    for (const s of await deps.store.all()) svc.indexSub(s);
+    return svc;
   }
 
   private quota(userId: string): number {
     return webhookEventsPerMonth(this.deps.planOf?.(userId));
+  }
+
+  /** Match against the subscriptions as stored now (another replica's opt-ins and opt-outs). */
+  async reload(): Promise<void> {
+    const rows = await this.deps.store.all();
+    const live = new Set(rows.map((r) => r.endpoint));
+    for (const endpoint of [...this.subs.keys()]) {
+      if (live.has(endpoint)) continue;
+      this.index.remove(endpoint);
+      this.subs.delete(endpoint);
+      this.recent.delete(endpoint);
+    }
+    for (const s of rows) this.indexSub(s);
   }
 
   private indexSub(s: PushSubscriptionRow): void {
@@ -225,11 +250,11 @@ export class PushService {
     this.index.add({ id: s.endpoint, event_types: types, filter: s.filter_json as FilterJson, active: true });
   }
 
-  private forget(endpoint: string): void {
-    this.deps.store.remove(endpoint);
+  private async forget(endpoint: string): Promise<void> {
     this.index.remove(endpoint);
     this.subs.delete(endpoint);
     this.recent.delete(endpoint);
+    await this.deps.store.remove(endpoint);
   }
 
   async subscribe(userId: string, sub: PushSubscribeInput): Promise<void> {
@@ -243,7 +268,7 @@ export class PushService {
     const filter = sub.filter_json === undefined ? undefined : FilterJson.parse(sub.filter_json);
     const t = await checkPublicTarget(sub.endpoint, { allowlist: this.deps.allowlist, lookup: this.deps.lookup });
     if (!t.ok) throw new WebhookError(400, 'invalid_target', t.resolved ? 'the push endpoint does not resolve to a public address' : 'the push endpoint is not allowed', t.reason);
-    const row = this.deps.store.upsert({ user_id: userId, endpoint: sub.endpoint, p256dh: sub.keys.p256dh, auth: sub.keys.auth, event_types: eventTypes, filter_json: filter as Record<string, unknown> | undefined }, this.now().getTime());
+    const row = await this.deps.store.upsert({ user_id: userId, endpoint: sub.endpoint, p256dh: sub.keys.p256dh, auth: sub.keys.auth, event_types: eventTypes, filter_json: filter as Record<string, unknown> | undefined }, this.now().getTime());
     this.indexSub(row);
   }
 
@@ -255,7 +280,7 @@ export class PushService {
   /** Send one payload (JSON) to every subscription of a user, one after the other. */
   async sendTo(userId: string, payload: unknown): Promise<PushResult> {
     const out: PushResult = { sent: 0, failed: 0, removed: 0 };
-    for (const s of this.deps.store.forUser(userId)) {
+    for (const s of await this.deps.store.forUser(userId)) {
       const r = await this.deliver(s, JSON.stringify(payload), { TTL: TEST_TTL_SECONDS });
       out[r]++;
     }
@@ -264,10 +289,10 @@ export class PushService {
 
   /**
    * Notify every subscription whose event_types and filter match a live event, within its owner's monthly quota
-   * and its hourly cap. Synchronous and never throws (it runs inside the live tail); the sends happen in the
-   * background (drain() waits for them).
+   * and its hourly cap. Never rejects (it runs inside the live tail): it waits only for the quota count; the sends
+   * happen in the background (drain() waits for them).
    */
-  publish(type: EventType, data: Record<string, unknown>, emittedAt: Date = this.now()): PushPublishResult {
+  async publish(type: EventType, data: Record<string, unknown>, emittedAt: Date = this.now()): Promise<PushPublishResult> {
     const out: PushPublishResult = { matched: 0, queued: 0, rate_limited: 0, over_quota: 0, dropped: 0 };
     try {
       const endpoints = this.index.match(type, data);
@@ -277,37 +302,58 @@ export class PushService {
       const text = JSON.stringify(payload);
       const nowMs = this.now().getTime();
       const month = usageMonth(nowMs);
-      const left = new Map<string, number>();
-      const charged = new Map<string, number>();
+      // the subscriptions under their hourly cap, and how many events each owner would use
+      const candidates: PushSubscriptionRow[] = [];
+      const wanted = new Map<string, number>();
       for (const endpoint of endpoints) {
         const s = this.subs.get(endpoint);
         if (!s) continue;
-        const times = this.recentOf(endpoint, nowMs);
+        if (this.recentOf(endpoint, nowMs).length >= this.limits.perHour) {
+          out.rate_limited++;
+          continue;
+        }
+        candidates.push(s);
+        wanted.set(s.user_id, (wanted.get(s.user_id) ?? 0) + 1);
+      }
+      // each owner's events counted at once, as far as the quota allows (one counter with webhooks, on every replica)
+      const usage = this.deps.usage;
+      const granted = new Map<string, number>();
+      await Promise.all(
+        [...wanted].map(async ([user, n]) => {
+          const quota = this.quota(user);
+          let k = 0;
+          try {
+            k = usage && quota > 0 ? await usage.reserveUsage(user, month, n, quota) : 0;
+          } catch (e) {
+            this.deps.log?.(`push: counting ${type} against the quota failed: ${(e as Error)?.message ?? String(e)}`);
+          }
+          granted.set(user, k);
+        }),
+      );
+      for (const s of candidates) {
+        const left = granted.get(s.user_id) ?? 0;
+        if (left <= 0) {
+          out.over_quota++;
+          continue;
+        }
+        // re-checked: another publish may have filled the hour, or the subscription gone, while the count was made
+        const times = this.recentOf(s.endpoint, nowMs);
         if (times.length >= this.limits.perHour) {
           out.rate_limited++;
           continue;
         }
-        let l = left.get(s.user_id);
-        if (l === undefined) {
-          l = this.deps.usage ? this.quota(s.user_id) - this.deps.usage.used(s.user_id, month) : 0;
-          left.set(s.user_id, l);
-        }
-        if (l <= 0) {
-          out.over_quota++;
-          continue;
-        }
-        if (this.queue.length >= this.limits.maxQueue) {
+        if (this.queue.length >= this.limits.maxQueue || !this.subs.has(s.endpoint)) {
           out.dropped++;
           continue;
         }
-        this.queue.push({ endpoint, payload: text, type, tag: payload.notification.tag });
+        this.queue.push({ endpoint: s.endpoint, payload: text, type, tag: payload.notification.tag });
         times.push(nowMs);
-        left.set(s.user_id, l - 1);
-        charged.set(s.user_id, (charged.get(s.user_id) ?? 0) + 1);
+        granted.set(s.user_id, left - 1);
         out.queued++;
       }
-      for (const [user, n] of charged) this.deps.usage!.addUsage(user, month, n);
       this.pump();
+      // counted and not sent (dropped or capped meanwhile): given back
+      for (const [user, left] of granted) if (left > 0) await usage!.addUsage(user, month, -left);
     } catch (e) {
       this.deps.log?.(`push: publish ${type} failed: ${(e as Error)?.message ?? String(e)}`);
     }
@@ -368,14 +414,14 @@ export class PushService {
       });
     } catch {
       // keys the browser gave us that cannot encrypt: the subscription is unusable
-      this.forget(s.endpoint);
+      await this.forget(s.endpoint);
       return 'removed';
     }
     const headers = Object.fromEntries(Object.entries(details.headers).map(([k, v]) => [k.toLowerCase(), String(v)]));
     const r: PostResult = await pinnedPost(details.endpoint, details.body ?? Buffer.alloc(0), headers, { allowlist: this.deps.allowlist, ca: this.deps.ca, lookup: this.deps.lookup });
     if (r.ok) return 'sent';
     if (r.status === 404 || r.status === 410) {
-      this.forget(s.endpoint);
+      await this.forget(s.endpoint);
       return 'removed';
     }
     return 'failed';

@@ -85,13 +85,14 @@ export function daysBetween(from: string, to: string): string[] {
 }
 
 /** Days in [firstDay, lastCompleteDay(now)] that some preset has no stored snapshot for. */
-export function missingSnapshotDays(store: SnapshotStore, now: Date, firstDay: string): string[] {
-  const stored = PRESETS.map((p) => new Set(store.days(p.slug)));
+export async function missingSnapshotDays(store: SnapshotStore, now: Date, firstDay: string): Promise<string[]> {
+  const stored = (await Promise.all(PRESETS.map((p) => store.days(p.slug)))).map((days) => new Set(days));
   return daysBetween(firstDay, lastCompleteDay(now)).filter((d) => stored.some((s) => !s.has(d)));
 }
 
-function defaultFirstDay(store: SnapshotStore, now: Date, backfillDays: number): string {
-  const earliest = PRESETS.map((p) => store.days(p.slug)[0])
+async function defaultFirstDay(store: SnapshotStore, now: Date, backfillDays: number): Promise<string> {
+  const earliest = (await Promise.all(PRESETS.map((p) => store.days(p.slug))))
+    .map((days) => days[0])
     .filter((d): d is string => d !== undefined)
     .sort()[0];
   if (earliest) return earliest;
@@ -116,8 +117,8 @@ export async function catchUpSnapshots(opts: SnapshotScheduleOptions): Promise<S
   const now = (opts.now ?? (() => new Date()))();
   const graceMs = opts.graceMs ?? SNAPSHOT_SCHEDULE_DEFAULTS.graceMs;
   const effectiveNow = new Date(now.getTime() - graceMs);
-  const firstDay = opts.firstDay ?? defaultFirstDay(opts.store, effectiveNow, opts.backfillDays ?? SNAPSHOT_SCHEDULE_DEFAULTS.backfillDays);
-  const days = missingSnapshotDays(opts.store, effectiveNow, firstDay);
+  const firstDay = opts.firstDay ?? (await defaultFirstDay(opts.store, effectiveNow, opts.backfillDays ?? SNAPSHOT_SCHEDULE_DEFAULTS.backfillDays));
+  const days = await missingSnapshotDays(opts.store, effectiveNow, firstDay);
   if (!days.length) return { days: [], created: 0 };
   const compute = opts.snapshotDay ?? (await defaultSnapshotDay(opts));
   let created = 0;

@@ -41,10 +41,11 @@ export async function computeDaySnapshots(instance: DuckDBInstance, venueCatalog
 /** Compute and persist a day's snapshots (existing days are kept as written). */
 export async function snapshotDay(instance: DuckDBInstance, venueCatalog: string, store: SnapshotStore, day: string, now = new Date()): Promise<{ day: string; results: { preset: string; created: boolean; identical: boolean; stored: StoredSnapshot }[] }> {
   const boards = await computeDaySnapshots(instance, venueCatalog, day);
-  const results = Object.entries(boards).map(([preset, rows]) => {
-    const r = store.put({ preset, date: day, as_of: endOfDay(day).toISOString(), computed_at: now.toISOString(), top_k: SNAPSHOT_TOP_K, rows });
-    return { preset, ...r };
-  });
+  const results: { preset: string; created: boolean; identical: boolean; stored: StoredSnapshot }[] = [];
+  for (const [preset, rows] of Object.entries(boards)) {
+    const r = await store.put({ preset, date: day, as_of: endOfDay(day).toISOString(), computed_at: now.toISOString(), top_k: SNAPSHOT_TOP_K, rows });
+    results.push({ preset, ...r });
+  }
   return { day, results };
 }
 

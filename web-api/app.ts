@@ -29,6 +29,7 @@ import type { SnapshotStore } from '../data/snapshot-store.ts';
 import { accountRouter, authenticate, authRouter, type AuthConfig, type AuthDeps } from './auth.ts';
 import { uiRouter } from './ui-build.ts';
 import { ApiError, assignTraceId, errorHandler, notFound } from './errors.ts';
+import { healthRouter, type HealthCheck } from './health.ts';
 import { devMailer, type Mailer } from './mail.ts';
 import { openApiDocument } from './openapi.ts';
 import { requireAuth, requireFeature } from './principal.ts';
@@ -78,6 +79,8 @@ export interface AppDeps {
   mounts?: { path: string; router: express.RequestHandler }[];
   /** express "trust proxy" (TRUST_PROXY): set when a reverse proxy forwards X-Forwarded-For */
   trustProxy?: string | number | boolean;
+  /** /healthz and /readyz: the process's role, readiness checks beyond the service database's, drain state */
+  health?: { role: string; checks?: HealthCheck[]; draining?: () => boolean; version?: () => number | null };
 }
 
 const str = z.string().max(2000);
@@ -164,6 +167,15 @@ export function createApp(deps: AppDeps): Express {
   app.set('query parser', 'simple');
   if (deps.trustProxy !== undefined) app.set('trust proxy', deps.trustProxy);
   app.use(assignTraceId);
+  // before the body parser and the read snapshot: a balancer's probe costs one SELECT 1
+  app.use(
+    healthRouter({
+      role: deps.health?.role ?? 'all',
+      checks: [{ name: 'service_db', check: async () => void (await deps.accounts.db.get('SELECT 1 AS one')) }, ...(deps.health?.checks ?? [])],
+      draining: deps.health?.draining ?? (() => false),
+      version: deps.health?.version,
+    }),
+  );
   app.use(express.json({ limit: '64kb' }));
   // after the body parser: the handlers that follow run inside the request's snapshot
   if (deps.dbScope) app.use(deps.dbScope);
@@ -226,7 +238,7 @@ export function createApp(deps: AppDeps): Express {
     const q = SnapshotQuery.parse(req.query);
     if (q.date) endOfDay(q.date);
     if (!deps.snapshots) throw new ApiError(404, 'not_found', 'no snapshots are stored');
-    const s = q.date ? deps.snapshots.get(slug, q.date) : deps.snapshots.latest(slug);
+    const s = await (q.date ? deps.snapshots.get(slug, q.date) : deps.snapshots.latest(slug));
     if (!s) throw new ApiError(404, 'not_found', q.date ? `no snapshot of ${slug} for ${q.date}` : `no snapshot of ${slug} yet`);
     res.json(s);
   });

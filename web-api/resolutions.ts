@@ -85,11 +85,11 @@ export function resolutionsRouter(deps: { db: QueryRunner; feed: ResolutionFeed;
     }
     let after = 0;
     if (q.cursor !== undefined) {
-      const c = deps.feed.checkCursor(q.cursor);
+      const c = await deps.feed.checkCursor(q.cursor);
       if (!c.ok) throw badCursor(c.reason);
       after = c.seq;
     }
-    const { rows, hasMore } = deps.feed.page(after, limit);
+    const { rows, hasMore } = await deps.feed.page(after, limit);
     const body: ResolutionsPage = {
       rows: rows.map((r) => ({
         seq: r.seq,

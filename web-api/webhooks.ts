@@ -16,10 +16,10 @@ import type { SubscriptionView } from '../data/webhook-store.ts';
 import { DEFAULT_PUSH_EVENT_TYPES, PUSH_EVENT_TYPES } from '../data/push-store.ts';
 
 export interface WebhookApi {
-  list(userId: string): SubscriptionView[];
+  list(userId: string): Promise<SubscriptionView[]>;
   create(userId: string, plan: PlanId, input: { target_url: string; event_types: string[]; filter_json?: Record<string, unknown>; active?: boolean }): Promise<{ subscription: SubscriptionView; secret: string }>;
   update(userId: string, id: string, patch: { target_url?: string; event_types?: string[]; filter_json?: Record<string, unknown>; active?: boolean }): Promise<SubscriptionView>;
-  remove(userId: string, id: string): boolean;
+  remove(userId: string, id: string): Promise<boolean>;
   test(userId: string, id: string): Promise<unknown>;
   rotateSecret(userId: string, id: string, graceSeconds?: number): Promise<{ id: string; secret: string; previous_secret_expires_at: string | null }>;
   deliveries(userId: string, id: string, opts: { limit: number; cursor?: string; status?: 'pending' | 'delivered' | 'exhausted' | 'dropped' }): Promise<{ rows: unknown[]; next_cursor: string | null }>;
@@ -101,9 +101,9 @@ export function webhookRouter(api: WebhookApi, push?: PushApi): Router {
     });
   }
 
-  r.get('/webhooks', (_req, res) => {
+  r.get('/webhooks', async (_req, res) => {
     const p = requireAuth(res);
-    res.json({ rows: api.list(p.userId) });
+    res.json({ rows: await api.list(p.userId) });
   });
 
   r.post('/webhooks', async (req, res) => {
@@ -121,10 +121,10 @@ export function webhookRouter(api: WebhookApi, push?: PushApi): Router {
     res.json(await api.update(p.userId, id, patch));
   });
 
-  r.delete('/webhooks/:id', (req, res) => {
+  r.delete('/webhooks/:id', async (req, res) => {
     const p = requireAuth(res);
     const id = SubId.parse(req.params.id);
-    if (!api.remove(p.userId, id)) throw new ApiError(404, 'not_found', `no webhook subscription ${id} on your account`);
+    if (!(await api.remove(p.userId, id))) throw new ApiError(404, 'not_found', `no webhook subscription ${id} on your account`);
     res.json({ deleted: true, id });
   });
 

@@ -143,7 +143,7 @@ export class PaymentGate {
     if (!verified.isValid) return { ...this.required(req, `payment verification failed: ${verified.invalidReason ?? 'invalid'}`), encoding };
     const a = p.payload.authorization;
     const nowMs = () => this.now().getTime();
-    const held = this.opts.ledger.reserve(
+    const held = await this.opts.ledger.reserve(
       { route: id, resource, network: p.network, asset: req.asset, payer: a.from, payTo: a.to, amount: a.value, nonce: a.nonce, validBefore: Number(a.validBefore) },
       nowMs(),
     );
@@ -152,7 +152,7 @@ export class PaymentGate {
     try {
       value = await compute();
     } catch (error) {
-      this.opts.ledger.release(held.key, error instanceof Error ? error.message : String(error), nowMs());
+      await this.opts.ledger.release(held.key, error instanceof Error ? error.message : String(error), nowMs());
       return { kind: 'error', error, encoding };
     }
     let receipt: SettleReceipt;
@@ -164,13 +164,15 @@ export class PaymentGate {
     if (!receipt.success) {
       // a facilitator that could not answer may still have settled: such an authorization is never reused
       const unknownOutcome = !receipt.errorReason || UNKNOWN_OUTCOME.test(receipt.errorReason);
-      if (unknownOutcome) this.opts.ledger.markUncertain(held.key, receipt, receipt.errorReason ?? 'settlement outcome unknown', nowMs());
-      else this.opts.ledger.fail(held.key, receipt, receipt.errorReason ?? 'settlement failed', nowMs());
+      if (unknownOutcome) await this.opts.ledger.markUncertain(held.key, receipt, receipt.errorReason ?? 'settlement outcome unknown', nowMs());
+      else await this.opts.ledger.fail(held.key, receipt, receipt.errorReason ?? 'settlement failed', nowMs());
       this.opts.log?.(`x402 settlement failed for ${id} (${a.from}): ${receipt.errorReason ?? 'unknown'}`);
       const why = unknownOutcome ? 'the settlement outcome is unknown; this authorization will not be accepted again' : 'nothing was charged';
       return { ...this.required(req, `settlement failed: ${receipt.errorReason ?? 'unknown'}; ${why}`, receipt), encoding };
     }
-    this.opts.ledger.settle(held.key, receipt, nowMs());
+    // the transfer happened: the caller gets what they paid for even if the ledger cannot record it now (the row
+    // stays reserved, is never reused, and expireStale leaves it for reconciliation against the chain)
+    await this.opts.ledger.settle(held.key, receipt, nowMs()).catch((e: Error) => this.opts.log?.(`x402: settled ${receipt.transaction} for ${id} but the ledger did not record it: ${e.message}`));
     return { kind: 'paid', value, receipt, encoding };
   }
 }

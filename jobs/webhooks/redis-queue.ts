@@ -2,9 +2,10 @@
  * The Redis delivery queue (BullMQ), for running delivery workers on several processes or machines.
  *
  * Shape (a transactional outbox in front of a work queue):
- *  1. Producers still write every (event, subscription) delivery to the SQLite outbox first, counting the quota in
- *     the same transaction (data/webhook-store.ts). Nothing is attempted before it is durable there.
- *  2. The relay (in the process that owns the SQLite file) claims pending outbox rows under a lease, adds them to
+ *  1. Producers still write every (event, subscription) delivery to the outbox (the service database, SQLite or
+ *     PostgreSQL) first, counting the quota in the same transaction (data/webhook-store.ts). Nothing is attempted
+ *     before it is durable there.
+ *  2. The relay (in each service process; claims never overlap) claims pending outbox rows under a lease, adds them to
  *     BullMQ with a deterministic job id `<event id>.<subscription id>`, and only then marks them `queued`. A crash
  *     between the two leaves the rows pending; the lease expires and the relay adds them again, and BullMQ ignores
  *     an add whose job id it already holds (completed jobs are kept 24 h for that), so no duplicate is sent.
@@ -318,15 +319,16 @@ export class OutboxRelay {
       let n = 0;
       const batch = this.deps.batch ?? 500;
       for (;;) {
-        const rows = this.deps.store.claim(batch, this.now().getTime(), this.deps.leaseMs ?? 60_000);
+        const rows = await this.deps.store.claim(batch, this.now().getTime(), this.deps.leaseMs ?? 60_000);
         if (!rows.length) break;
         try {
           await this.deps.queue.add(rows.map(toJob), this.deps.maxTries ?? RETRY_DELAYS_MS.length + 1);
         } catch (e) {
-          this.deps.store.release(rows.map((r) => r.delivery_id));
+          // the queue's error is the one to report; a failed release only leaves the rows to their lease
+          await this.deps.store.release(rows.map((r) => r.delivery_id)).catch(() => {});
           throw e;
         }
-        this.deps.store.handedOff(rows.map((r) => r.delivery_id), this.now().getTime());
+        await this.deps.store.handedOff(rows.map((r) => r.delivery_id), this.now().getTime());
         n += rows.length;
         if (rows.length < batch) break;
       }
@@ -380,7 +382,8 @@ export class OutcomeSink {
       /** a dedicated connection (maxRetriesPerRequest: null): the sink blocks on it */
       connection: Redis;
       prefix?: string;
-      apply: (outcomes: QueueOutcome[]) => void;
+      /** writes the outcomes back (the entries are acknowledged once it resolves) */
+      apply: (outcomes: QueueOutcome[]) => void | Promise<void>;
       log?: (msg: string) => void;
       blockMs?: number;
     },
@@ -431,7 +434,7 @@ export class OutcomeSink {
         at_ms: Number(f.at_ms) || Date.now(),
       });
     }
-    this.deps.apply(outcomes);
+    await this.deps.apply(outcomes);
     await this.deps.connection.xack(this.keys.outcomes, OutcomeSink.GROUP, ...entries.map(([id]) => id));
     return entries.length;
   }

@@ -124,7 +124,7 @@ export class WebhookService {
   private readonly timers: NodeJS.Timeout[] = [];
   private started = false;
 
-  constructor(private readonly deps: WebhookServiceDeps) {
+  private constructor(private readonly deps: WebhookServiceDeps) {
     this.now = deps.now ?? (() => new Date());
     this.send =
       deps.send ??
@@ -135,7 +135,13 @@ export class WebhookService {
       this.relay = new OutboxRelay({ store: deps.store, queue: this.queue, now: this.now, log: deps.log });
       this.worker = this.relay;
     } else this.worker = new DeliveryWorker({ store: deps.store, send: this.send, now: this.now, log: deps.log });
-    for (const s of deps.store.all()) this.indexSub(s);
+  }
+
+  /** The service over its store, with the stored subscriptions indexed for matching. */
+  static async open(deps: WebhookServiceDeps): Promise<WebhookService> {
+    const svc = new WebhookService(deps);
+    for (const s of await deps.store.all()) svc.indexSub(s);
+    return svc;
   }
 
   /**
@@ -155,8 +161,8 @@ export class WebhookService {
         // the mirror can lose entries without any write of ours failing (Redis restarted from an old snapshot, a
         // failover to a lagging replica, a flush): a size that differs from the store's triggers a resync
         setInterval(() => {
-          this.queue!.targetCount().then((n) => {
-            if (n !== this.deps.store.countAll()) this.mirrorDirty = true;
+          Promise.all([this.queue!.targetCount(), this.deps.store.countAll()]).then(([n, stored]) => {
+            if (n !== stored) this.mirrorDirty = true;
           }, log('target mirror check'));
         }, r.mirrorCheckMs ?? 10_000),
       );
@@ -193,7 +199,7 @@ export class WebhookService {
   private async syncMirror(): Promise<void> {
     this.mirrorDirty = false;
     try {
-      await this.queue!.syncTargets(this.deps.store.targets());
+      await this.queue!.syncTargets(await this.deps.store.targets());
     } catch (e) {
       this.mirrorDirty = true;
       throw e;
@@ -213,6 +219,21 @@ export class WebhookService {
     }
   }
 
+  /**
+   * Match against the subscriptions as stored now: another replica's creates, updates and deletes reach this
+   * process's index (the producer's) at its next reload.
+   */
+  async reload(): Promise<void> {
+    const rows = await this.deps.store.all();
+    const live = new Set(rows.map((r) => r.id));
+    for (const id of [...this.owner.keys()]) {
+      if (live.has(id)) continue;
+      this.owner.delete(id);
+      this.index.remove(id);
+    }
+    for (const s of rows) this.indexSub(s);
+  }
+
   private indexSub(s: SubscriptionRow): void {
     this.owner.set(s.id, s.user_id);
     this.index.add({ id: s.id, event_types: s.event_types, filter: FilterJson.parse(s.filter_json), active: s.active });
@@ -227,23 +248,26 @@ export class WebhookService {
     return t.url.toString();
   }
 
-  list(userId: string): SubscriptionView[] {
-    return this.deps.store.listFor(userId).map(view);
+  async list(userId: string): Promise<SubscriptionView[]> {
+    return (await this.deps.store.listFor(userId)).map(view);
   }
 
   async create(userId: string, plan: PlanId, input: { target_url: string; event_types: string[]; filter_json?: Record<string, unknown>; active?: boolean }): Promise<{ subscription: SubscriptionView; secret: string }> {
     const p = PLANS[plan];
     if (p.webhook_events_per_month === 0) throw new WebhookError(403, 'plan_required', 'webhooks need a paid plan', `the ${p.name} plan includes 0 webhook events per month`);
-    if (this.deps.store.countFor(userId) >= p.webhook_subscriptions)
-      throw new WebhookError(409, 'subscription_limit', `the ${p.name} plan allows ${p.webhook_subscriptions} webhook subscriptions`, 'delete one or upgrade');
+    const limited = () => new WebhookError(409, 'subscription_limit', `the ${p.name} plan allows ${p.webhook_subscriptions} webhook subscriptions`, 'delete one or upgrade');
+    if ((await this.deps.store.countFor(userId)) >= p.webhook_subscriptions) throw limited();
     const event_types = EventTypes.parse(input.event_types);
     const filter_json = FilterJson.parse(input.filter_json ?? {});
     const target_url = await this.checkTarget(input.target_url);
     const secret = newSigningSecret();
-    const row = this.deps.store.create({ user_id: userId, target_url, event_types, filter_json, active: input.active ?? true, secret }, this.now().getTime());
-    if (!(await this.mirror((q) => q.putTarget(this.deps.store.target(row.id)!)))) {
+    // counted again where it is written: a concurrent creation (another request, another replica) may have taken the last one
+    const row = await this.deps.store.createWithin({ user_id: userId, target_url, event_types, filter_json, active: input.active ?? true, secret }, p.webhook_subscriptions, this.now().getTime());
+    if (!row) throw limited();
+    const target = (await this.deps.store.target(row.id))!;
+    if (!(await this.mirror((q) => q.putTarget(target)))) {
       // workers could not deliver to it yet: refuse rather than accept events that would be dropped
-      this.deps.store.delete(row.id, userId);
+      await this.deps.store.delete(row.id, userId);
       throw new WebhookError(503, 'queue_unavailable', 'the delivery queue is unreachable; nothing was created', 'try again shortly');
     }
     this.indexSub(row);
@@ -251,21 +275,26 @@ export class WebhookService {
   }
 
   async update(userId: string, id: string, patch: { target_url?: string; event_types?: string[]; filter_json?: Record<string, unknown>; active?: boolean }): Promise<SubscriptionView> {
-    const cur = this.deps.store.get(id);
+    const cur = await this.deps.store.get(id);
     if (!cur || cur.user_id !== userId) throw new WebhookError(404, 'not_found', `no webhook subscription ${id} on your account`);
     const next: Parameters<WebhookStore['update']>[2] = {};
     if (patch.target_url !== undefined) next.target_url = await this.checkTarget(patch.target_url);
     if (patch.event_types !== undefined) next.event_types = EventTypes.parse(patch.event_types);
     if (patch.filter_json !== undefined) next.filter_json = FilterJson.parse(patch.filter_json);
     if (patch.active !== undefined) next.active = patch.active;
-    const row = this.deps.store.update(id, userId, next, this.now().getTime())!;
-    if (next.target_url !== undefined) await this.mirror((q) => q.putTarget(this.deps.store.target(row.id)!));
+    const row = await this.deps.store.update(id, userId, next, this.now().getTime());
+    // deleted meanwhile (another request, another replica)
+    if (!row) throw new WebhookError(404, 'not_found', `no webhook subscription ${id} on your account`);
+    if (next.target_url !== undefined) {
+      const target = await this.deps.store.target(row.id);
+      if (target) await this.mirror((q) => q.putTarget(target));
+    }
     this.indexSub(row);
     return view(row);
   }
 
-  remove(userId: string, id: string): boolean {
-    const ok = this.deps.store.delete(id, userId);
+  async remove(userId: string, id: string): Promise<boolean> {
+    const ok = await this.deps.store.delete(id, userId);
     if (ok) {
       this.index.remove(id);
       this.owner.delete(id);
@@ -282,8 +311,9 @@ export class WebhookService {
     const secret = newSigningSecret();
     const nowMs = this.now().getTime();
     const until = nowMs + graceSeconds * 1000;
-    if (!this.deps.store.rotateSecret(id, userId, secret, until, nowMs)) throw new WebhookError(404, 'not_found', `no webhook subscription ${id} on your account`);
-    await this.mirror((q) => q.putTarget(this.deps.store.target(id)!));
+    if (!(await this.deps.store.rotateSecret(id, userId, secret, until, nowMs))) throw new WebhookError(404, 'not_found', `no webhook subscription ${id} on your account`);
+    const target = await this.deps.store.target(id);
+    if (target) await this.mirror((q) => q.putTarget(target));
     return { id, secret, previous_secret_expires_at: graceSeconds > 0 ? new Date(until).toISOString() : null };
   }
 
@@ -292,7 +322,7 @@ export class WebhookService {
    * the queue's record of it (tries, last answer, next try). `cursor` is the last row's `cursor` of the previous page.
    */
   async deliveries(userId: string, id: string, opts: { limit: number; cursor?: string; status?: DeliveryLogStatus }): Promise<{ rows: DeliveryLogRow[]; next_cursor: string | null }> {
-    const sub = this.deps.store.get(id);
+    const sub = await this.deps.store.get(id);
     if (!sub || sub.user_id !== userId) throw new WebhookError(404, 'not_found', `no webhook subscription ${id} on your account`);
     const before = opts.cursor === undefined ? undefined : Number.parseInt(opts.cursor, 36);
     if (before !== undefined && !(Number.isSafeInteger(before) && before > 0)) throw new WebhookError(400, 'invalid_cursor', 'the cursor is not one this route returned');
@@ -304,7 +334,7 @@ export class WebhookService {
     // true once every row older than the cursor has been looked at: there is no next page
     let scannedAll = false;
     for (let pages = 0; rows.length < opts.limit && !scannedAll && pages < 10; pages++) {
-      const batch = this.deps.store.deliveriesOf(id, { limit: opts.limit, before: cursor, statuses });
+      const batch = await this.deps.store.deliveriesOf(id, { limit: opts.limit, before: cursor, statuses });
       // queue lookups for one page run together
       const built = await Promise.all(batch.map((d) => this.logRow(d)));
       let i = 0;
@@ -348,11 +378,11 @@ export class WebhookService {
 
   /** Send a synthetic service.test now (it counts against the quota and retries like any delivery if it fails). */
   async test(userId: string, id: string): Promise<TestDelivery> {
-    const sub = this.deps.store.get(id);
+    const sub = await this.deps.store.get(id);
     if (!sub || sub.user_id !== userId) throw new WebhookError(404, 'not_found', `no webhook subscription ${id} on your account`);
     const eventId = shortId('evt');
     const body = JSON.stringify({ type: 'service.test', emitted_at: this.now().toISOString(), data: { subscription_id: id, message: 'a test event sent on request' } });
-    const r = this.deps.store.enqueue({ id: eventId, type: 'service.test', body }, [{ id, user_id: userId }], this.quota, this.now().getTime());
+    const r = await this.deps.store.enqueue({ id: eventId, type: 'service.test', body }, [{ id, user_id: userId }], this.quota, this.now().getTime());
     if (!r.enqueued) throw new WebhookError(429, 'quota_exceeded', 'the monthly webhook event quota is used up', `${this.quota(userId)} events per month on your plan`);
     try {
       await this.worker.runDue();
@@ -364,10 +394,10 @@ export class WebhookService {
     // the delivery log's view of the first try; in Redis mode a worker elsewhere makes it: wait up to the send
     // timeout and a little
     const deadline = Date.now() + DELIVERY_TIMEOUT_MS + 5_000;
-    let row = await this.logRow(this.deps.store.delivery(eventId, id)!);
+    let row = await this.logRow((await this.deps.store.delivery(eventId, id))!);
     while (this.queue && row.attempts === 0 && row.status === 'pending' && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 25));
-      row = await this.logRow(this.deps.store.delivery(eventId, id)!);
+      row = await this.logRow((await this.deps.store.delivery(eventId, id))!);
     }
     return {
       event_id: eventId,
@@ -380,13 +410,13 @@ export class WebhookService {
   }
 
   /** Enqueue one event for every matching active subscription; returns the event id and how many were enqueued. */
-  publish(type: EventType, data: Record<string, unknown>, emittedAt: Date = this.now()): { event_id: string; enqueued: number; over_quota: number } {
+  async publish(type: EventType, data: Record<string, unknown>, emittedAt: Date = this.now()): Promise<{ event_id: string; enqueued: number; over_quota: number }> {
     const ids = this.index.match(type, data);
     const eventId = shortId('evt');
     if (!ids.length) return { event_id: eventId, enqueued: 0, over_quota: 0 };
     const body = JSON.stringify({ type, emitted_at: emittedAt.toISOString(), data });
     const subs = ids.map((id) => ({ id, user_id: this.owner.get(id)! }));
-    const r = this.deps.store.enqueue({ id: eventId, type, body }, subs, this.quota, this.now().getTime());
+    const r = await this.deps.store.enqueue({ id: eventId, type, body }, subs, this.quota, this.now().getTime());
     if (r.enqueued && this.started) this.relay?.kick();
     return { event_id: eventId, ...r };
   }
@@ -510,10 +540,10 @@ export async function fillEvents(venue: VenueLookup, f: TailFillEvent): Promise<
   return { emitted, fill, signal: signal as Record<string, unknown> | null };
 }
 
-/** Publish a fill's events to the webhook subscriptions. */
-export function publishFillEvents(svc: WebhookService, ev: FillEvents): void {
-  svc.publish('trader.fill', ev.fill, ev.emitted);
-  if (ev.signal) svc.publish('signal.smart_money', ev.signal, ev.emitted);
+/** Publish a fill's events to the webhook subscriptions (in order: the fill, then its signal). */
+export async function publishFillEvents(svc: WebhookService, ev: FillEvents): Promise<void> {
+  await svc.publish('trader.fill', ev.fill, ev.emitted);
+  if (ev.signal) await svc.publish('signal.smart_money', ev.signal, ev.emitted);
 }
 
 /** market.resolved data with the spec's fields (webhooks and push send the same). */
@@ -536,5 +566,5 @@ export async function resolutionData(venue: VenueLookup, r: TailResolutionEvent)
 
 /** Publish a resolution to the webhook subscriptions. */
 export async function publishResolution(svc: WebhookService, venue: VenueLookup, r: TailResolutionEvent): Promise<void> {
-  svc.publish('market.resolved', await resolutionData(venue, r));
+  await svc.publish('market.resolved', await resolutionData(venue, r));
 }

@@ -63,9 +63,9 @@ export class DeliveryWorker {
   /** Attempt one claimed delivery and record the outcome. */
   private async attempt(d: DeliveryRow): Promise<void> {
     const { store } = this.deps;
-    const target = store.target(d.subscription_id);
+    const target = await store.target(d.subscription_id);
     if (!target) {
-      store.failed(d.delivery_id, null, 'subscription deleted', null);
+      await store.failed(d.delivery_id, null, 'subscription deleted', null);
       return;
     }
     const nowMs = this.now().getTime();
@@ -77,8 +77,8 @@ export class DeliveryWorker {
       r = { ok: false, status: null, error: (e as Error).message };
     }
     const at = this.now().getTime();
-    if (r.ok && r.status !== null && r.status >= 200 && r.status < 300) store.delivered(d.delivery_id, r.status, at);
-    else store.failed(d.delivery_id, r.status, r.error ?? `HTTP ${r.status}`, nextAttemptAfter(d.attempts + 1, at));
+    if (r.ok && r.status !== null && r.status >= 200 && r.status < 300) await store.delivered(d.delivery_id, r.status, at);
+    else await store.failed(d.delivery_id, r.status, r.error ?? `HTTP ${r.status}`, nextAttemptAfter(d.attempts + 1, at));
   }
 
   /** Claim and attempt everything due now (in batches); returns how many attempts were made. */
@@ -89,7 +89,7 @@ export class DeliveryWorker {
       const batch = this.deps.batch ?? 100;
       const conc = this.deps.concurrency ?? 16;
       for (;;) {
-        const due = this.deps.store.claim(batch, this.now().getTime(), this.deps.leaseMs ?? 60_000);
+        const due = await this.deps.store.claim(batch, this.now().getTime(), this.deps.leaseMs ?? 60_000);
         if (!due.length) break;
         for (let i = 0; i < due.length; i += conc) await Promise.all(due.slice(i, i + conc).map((d) => this.attempt(d)));
         n += due.length;

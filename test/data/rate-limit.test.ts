@@ -1,7 +1,8 @@
 /**
- * Rate counters: the embedded SQLite store and the Redis store (real Redis on 127.0.0.1:6379) agree with a
- * brute-force reference on any interleaving of hits over keys and windows; aligned windows by hand; and the whole
- * app limits a key the same way over Redis.
+ * Rate counters: the SQL store (on SQLite, and on PostgreSQL with two stores on two pools as two replicas) and the
+ * Redis store (real Redis on 127.0.0.1:6379) agree with a brute-force reference on any interleaving of hits over
+ * keys and windows; concurrent hits from two replicas (and two processes' worth on PostgreSQL) count exactly;
+ * ended windows are swept; aligned windows by hand; and the whole app limits a key the same way over Redis.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,10 +11,12 @@ import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLANS } from '../../core/plans.ts';
-import { RedisRateStore, SqliteRateStore, windowOf } from '../../data/rate-limit.ts';
+import { RATE_MIGRATIONS, RedisRateStore, SqlRateStore, windowOf } from '../../data/rate-limit.ts';
+import { openServiceDb, type SqlDb } from '../../data/sql/db.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { startApp } from '../helpers/app.ts';
 import { closeMemoryVenue, openMemoryVenue } from '../helpers/memory-venue.ts';
+import { replicas, SERVICE_ENGINES } from '../helpers/service-engines.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 let dir: string;
@@ -49,7 +52,7 @@ describe('stores', () => {
     await fc.assert(
       fc.asyncProperty(fc.array(fc.tuple(fc.constantFrom('a', 'b', 'c'), fc.integer({ min: 0, max: 3 })), { minLength: 1, maxLength: 60 }), async (ops) => {
         run++;
-        const sqlite = new SqliteRateStore(join(dir, `r${run}.sqlite`));
+        const sqlite = await SqlRateStore.open(join(dir, `r${run}.sqlite`));
         const rstore = new RedisRateStore(redis, `${runId}:${run}:`);
         const ref = new Map<string, number>();
         const results = await Promise.all(
@@ -90,6 +93,79 @@ describe('stores', () => {
     expect(ttl).toBeGreaterThan(55_000);
     expect(ttl).toBeLessThanOrEqual(61_000);
   });
+});
+
+describe.each(SERVICE_ENGINES)('the SQL rate store on $name', (engine) => {
+  let drop: () => Promise<void>;
+  let dbs: { a: SqlDb; b: SqlDb; close(): Promise<void> };
+  let A: SqlRateStore;
+  let B: SqlRateStore;
+  let target: string;
+  // live windows an hour ahead: a sweep (every 5000th hit of a store) never drops them mid-test
+  const base = windowOf(Date.now(), 60_000).start + 3600_000;
+
+  beforeAll(async () => {
+    ({ target, drop } = await engine.fresh('rates'));
+    dbs = await replicas(engine, target);
+    // two replicas open (and migrate) the database at the same moment
+    [A, B] = await Promise.all([SqlRateStore.open(dbs.a), SqlRateStore.open(dbs.b)]);
+  }, 60_000);
+  afterAll(async () => {
+    await dbs?.close();
+    await drop?.();
+  });
+
+  it('applies its migration once', async () => {
+    const rows = await dbs.a.all<{ name: string }>(`SELECT name FROM schema_migrations WHERE store = 'rate_counters'`);
+    expect(rows.map((r) => r.name)).toEqual(RATE_MIGRATIONS.map((m) => m.name));
+  });
+
+  it('concurrent hits from two replicas count exactly, like a brute-force reference', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.tuple(fc.constantFrom('a', 'b', 'c'), fc.integer({ min: 0, max: 3 }), fc.boolean()), { minLength: 1, maxLength: 80 }), fc.integer(), async (ops, salt) => {
+        const prefix = `p${salt}:${Math.random().toString(36).slice(2)}:`;
+        // every hit at once, half on each replica
+        const results = await Promise.all(ops.map(([key, w, onA]) => (onA ? A : B).hit(prefix + key, base + w * 60_000, base + (w + 1) * 60_000)));
+        const ref = new Map<string, number[]>();
+        ops.forEach(([key, w], i) => ref.set(`${key}:${w}`, [...(ref.get(`${key}:${w}`) ?? []), results[i]!]));
+        for (const [k, counts] of ref) {
+          // the hits on one counter got 1..n, each once
+          expect(counts.sort((x, y) => x - y)).toEqual(Array.from({ length: counts.length }, (_, i) => i + 1));
+          const [key, w] = k.split(':');
+          expect(await A.peek(prefix + key!, base + Number(w) * 60_000)).toBe(counts.length);
+          expect(await B.peek(prefix + key!, base + Number(w) * 60_000)).toBe(counts.length);
+        }
+        // a counter nobody hit
+        expect(await B.peek(`${prefix}never`, base)).toBe(0);
+      }),
+      { numRuns: 30 },
+    );
+  }, 120_000);
+
+  it('many hits on one counter from two replicas (and more connections on PostgreSQL): the last count is the total', async () => {
+    // on PostgreSQL, four more pools stand for more replicas; on SQLite every store of the process shares one connection
+    const more = engine.name === 'PostgreSQL' ? await Promise.all(Array.from({ length: 4 }, () => openServiceDb(target))) : [];
+    const stores = [A, B, ...(await Promise.all(more.map((db) => SqlRateStore.open(db))))];
+    const n = 600;
+    const counts = await Promise.all(Array.from({ length: n }, (_, i) => stores[i % stores.length]!.hit('hot', base, base + 60_000)));
+    expect(counts.sort((x, y) => x - y)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+    expect(await A.peek('hot', base)).toBe(n);
+    for (const db of more) await db.close();
+  }, 60_000);
+
+  it('sweeps ended windows now and then, keeping live ones', async () => {
+    const now = Date.now();
+    await A.hit('old', now - 120_000, now - 60_000);
+    await A.hit('live', now, now + 60_000);
+    // the sweep runs on every 5000th hit of a store
+    const fresh = await SqlRateStore.open(dbs.a);
+    for (let i = 0; i < 4999; i++) await fresh.hit('filler', now, now + 60_000);
+    expect(await A.peek('old', now - 120_000)).toBe(1);
+    await fresh.hit('filler', now, now + 60_000);
+    expect(await A.peek('old', now - 120_000)).toBe(0);
+    expect(await A.peek('live', now)).toBe(1);
+    expect(await A.peek('filler', now)).toBe(5000);
+  }, 60_000);
 });
 
 describe('the app over Redis', () => {

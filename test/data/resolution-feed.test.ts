@@ -86,11 +86,11 @@ class Receiver {
     const c = await this.cursor();
     let after = 0;
     if (c !== undefined) {
-      const check = feed.checkCursor(c);
+      const check = await feed.checkCursor(c);
       if (!check.ok) throw new Error(check.reason);
       after = check.seq;
     }
-    const { rows, hasMore } = feed.page(after, limit);
+    const { rows, hasMore } = await feed.page(after, limit);
     for (const r of rows) {
       this.seen.push(r.condition_id);
       this.seqs.push(r.seq);
@@ -123,7 +123,7 @@ describe('resolution feed log', () => {
     const v = await Venue.open();
     const path = join(tmp, 'scenario.sqlite');
     const receiver = new Receiver(join(tmp, 'scenario-cursor.json'));
-    let feed = new ResolutionFeed(path, { now: () => new Date(T0 + 99 * HOUR) });
+    let feed = await ResolutionFeed.open(path, { now: () => new Date(T0 + 99 * HOUR) });
     try {
       for (let m = 1; m <= 40; m++) await v.market(m);
       // batch 1: markets 1..10 resolve at hours 10..19
@@ -135,8 +135,8 @@ describe('resolution feed log', () => {
       await v.resolve(16, T0 + 12 * HOUR, 'INVALID');
       expect(await receiver.pollFeed(feed, v.db, 4)).toBe(true);
       // process restart: the feed file is reopened, the receiver reads its cursor file
-      feed.close();
-      feed = new ResolutionFeed(path, { now: () => new Date(T0 + 100 * HOUR) });
+      await feed.close();
+      feed = await ResolutionFeed.open(path, { now: () => new Date(T0 + 100 * HOUR) });
       // batch 3: a resolution whose market row is not there yet, and a duplicate row of an already-fed market
       await v.resolve(50, T0 + 2 * HOUR);
       await v.resolve(3, T0 + HOUR);
@@ -158,7 +158,7 @@ describe('resolution feed log', () => {
       expect(receiver.seen).toHaveLength(17);
 
       // the stored fields are the spec's market.resolved data
-      const all = feed.page(0, 100).rows;
+      const all = (await feed.page(0, 100)).rows;
       const tie = all.find((r) => r.condition_id === conditionOf(15))!;
       expect(tie).toMatchObject({ winner_outcome: null, winner_index: -1, outcome_slot_count: 2, market_kind: 'binary', category: 'politics', resolved_time: new Date(T0 + 5 * HOUR).toISOString() });
       expect(all.find((r) => r.condition_id === conditionOf(16))!.winner_outcome).toBe('INVALID');
@@ -170,17 +170,17 @@ describe('resolution feed log', () => {
       expect(young.recorded_at).toBe(new Date(T0 + 100 * HOUR).toISOString());
 
       // insert-only
-      expect(() => feed.db.prepare(`UPDATE resolution_feed SET title = 'x'`).run()).toThrow(/insert-only/);
-      expect(() => feed.db.prepare(`DELETE FROM resolution_feed`).run()).toThrow(/insert-only/);
+      await expect(feed.db.run(`UPDATE resolution_feed SET title = 'x'`)).rejects.toThrow(/insert-only/);
+      await expect(feed.db.run(`DELETE FROM resolution_feed`)).rejects.toThrow(/insert-only/);
     } finally {
-      feed.close();
+      await feed.close();
       v.close();
     }
   });
 
   it('concurrent syncs coalesce: no duplicate, nothing lost', async () => {
     const v = await Venue.open();
-    const feed = new ResolutionFeed(join(tmp, 'concurrent.sqlite'));
+    const feed = await ResolutionFeed.open(join(tmp, 'concurrent.sqlite'));
     try {
       for (let m = 1; m <= 300; m++) await v.market(m);
       const jobs: Promise<unknown>[] = [];
@@ -191,21 +191,21 @@ describe('resolution feed log', () => {
       await Promise.all(jobs);
       const last = await feed.sync(v.db);
       expect(last.total).toBe(300);
-      const rows = feed.page(0, 1000).rows;
+      const rows = (await feed.page(0, 1000)).rows;
       expect(new Set(rows.map((r) => r.condition_id)).size).toBe(300);
       expect(rows.map((r) => r.seq)).toEqual([...rows.map((r) => r.seq)].sort((a, b) => a - b));
       // an unchanged venue is not read again
       expect((await feed.sync(v.db)).skipped).toBe(true);
     } finally {
-      feed.close();
+      await feed.close();
       v.close();
     }
   });
 
   it('cursors: opaque, versioned, bound to their feed, validated', async () => {
     const v = await Venue.open();
-    const a = new ResolutionFeed(join(tmp, 'cursor-a.sqlite'));
-    const b = new ResolutionFeed(join(tmp, 'cursor-b.sqlite'));
+    const a = await ResolutionFeed.open(join(tmp, 'cursor-a.sqlite'));
+    const b = await ResolutionFeed.open(join(tmp, 'cursor-b.sqlite'));
     try {
       for (let m = 1; m <= 5; m++) {
         await v.market(m);
@@ -216,16 +216,16 @@ describe('resolution feed log', () => {
       expect(a.feedId).not.toBe(b.feedId);
       const c3 = a.cursorFor(3);
       expect(c3).toMatch(/^[A-Za-z0-9_-]+$/);
-      expect(a.checkCursor(c3)).toEqual({ ok: true, seq: 3 });
-      expect(a.checkCursor(a.cursorFor(0))).toEqual({ ok: true, seq: 0 });
-      expect(b.checkCursor(c3).ok).toBe(false);
-      expect(a.checkCursor(a.cursorFor(6)).ok).toBe(false);
+      expect(await a.checkCursor(c3)).toEqual({ ok: true, seq: 3 });
+      expect(await a.checkCursor(a.cursorFor(0))).toEqual({ ok: true, seq: 0 });
+      expect((await b.checkCursor(c3)).ok).toBe(false);
+      expect((await a.checkCursor(a.cursorFor(6))).ok).toBe(false);
       for (const bad of ['', 'abc', '!!!', `${c3}=`, Buffer.from('rf1:zz:1').toString('base64url'), Buffer.from(`rf2:${a.feedId}:1`).toString('base64url'), Buffer.from(`rf1:${a.feedId}:01`).toString('base64url'), Buffer.from(`rf1:${a.feedId}:-1`).toString('base64url'), Buffer.from(`rf1:${a.feedId}:99999999999999999`).toString('base64url')]) {
-        expect(a.checkCursor(bad).ok, bad).toBe(false);
+        expect((await a.checkCursor(bad)).ok, bad).toBe(false);
       }
     } finally {
-      a.close();
-      b.close();
+      await a.close();
+      await b.close();
       v.close();
     }
   });
@@ -255,7 +255,7 @@ describe('resolution feed log', () => {
         const path = join(tmp, `prop-${run}.sqlite`);
         const receiver = new Receiver(join(tmp, `prop-${run}-cursor.json`));
         const ref = new Reference();
-        let feed = new ResolutionFeed(path);
+        let feed = await ResolutionFeed.open(path);
         const addMarket = async (m: number) => {
           if (ref.markets.has(m)) return;
           await v.market(m);
@@ -280,8 +280,8 @@ describe('resolution feed log', () => {
             } else if (s.kind === 'poll') {
               for (let i = 0; i < s.pages; i++) if (!(await poll(s.limit))) break;
             } else if (s.kind === 'restart') {
-              feed.close();
-              feed = new ResolutionFeed(path);
+              await feed.close();
+              feed = await ResolutionFeed.open(path);
             } else {
               for (const m of ref.resolutions.keys()) await addMarket(m);
             }
@@ -294,7 +294,7 @@ describe('resolution feed log', () => {
           const eligible = [...ref.resolutions.keys()].filter((m) => ref.markets.has(m)).map(conditionOf).sort();
           expect([...receiver.seen].sort()).toEqual(eligible);
         } finally {
-          feed.close();
+          await feed.close();
           v.close();
         }
       }),
@@ -326,8 +326,8 @@ describe('GET /v1/resolutions', () => {
 
   beforeAll(async () => {
     v = await Venue.open();
-    feed = new ResolutionFeed(join(tmp, 'route.sqlite'));
-    other = new ResolutionFeed(join(tmp, 'route-other.sqlite'));
+    feed = await ResolutionFeed.open(join(tmp, 'route.sqlite'));
+    other = await ResolutionFeed.open(join(tmp, 'route-other.sqlite'));
     for (let m = 1; m <= 30; m++) {
       await v.market(m);
       await v.resolve(m, T0 + (31 - m) * HOUR, m % 2 ? 'YES' : 'NO');
@@ -352,8 +352,8 @@ describe('GET /v1/resolutions', () => {
   });
   afterAll(async () => {
     await new Promise((r) => server?.close(r));
-    feed?.close();
-    other?.close();
+    await feed?.close();
+    await other?.close();
     v?.close();
   });
 

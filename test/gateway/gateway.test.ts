@@ -17,6 +17,7 @@ import { fullBuild } from '../../core/analytics/build.ts';
 import { PaymentLedger } from '../../data/payment-ledger.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { SnapshotStore } from '../../data/snapshot-store.ts';
+import { openServiceDb, type SqlDb } from '../../data/sql/db.ts';
 import { gatewayRouters } from '../../gateway/app.ts';
 import { GatewayError } from '../../gateway/errors.ts';
 import { LocalFacilitator } from '../../gateway/facilitator.ts';
@@ -34,6 +35,7 @@ let t: TestApp;
 let ledger: PaymentLedger;
 let dir: string;
 let snapshots: SnapshotStore;
+let gatewayDb: SqlDb;
 const payTo = privateKeyToAccount(generatePrivateKey()).address;
 let payer: PrivateKeyAccount;
 let computed = 0;
@@ -52,9 +54,11 @@ beforeAll(async () => {
   conditionId = m!.condition_id;
   const facilitator = new LocalFacilitator({ rpcUrl: chain.rpcUrl, network: chain.network, privateKey: chain.facilitatorPrivateKey });
   dir = await mkdtemp(join(tmpdir(), 'gateway-'));
-  ledger = new PaymentLedger(join(dir, 'ledger.sqlite'));
-  snapshots = new SnapshotStore(join(dir, 'snapshots.sqlite'));
-  snapshots.put({ preset: 'top-pnl', date: '2026-10-31', as_of: asOf.toISOString(), computed_at: new Date().toISOString(), top_k: SNAPSHOT_TOP_K, rows: await presetTopK(duckRunner(v.conn), 'top-pnl') });
+  // the gateway's stores on one connection to their own file (the app's stores share the app's)
+  gatewayDb = await openServiceDb(join(dir, 'gateway.sqlite'));
+  ledger = await PaymentLedger.open(gatewayDb);
+  snapshots = await SnapshotStore.open(gatewayDb);
+  await snapshots.put({ preset: 'top-pnl', date: '2026-10-31', as_of: asOf.toISOString(), computed_at: new Date().toISOString(), top_k: SNAPSHOT_TOP_K, rows: await presetTopK(duckRunner(v.conn), 'top-pnl') });
   const gate = new PaymentGate({ facilitator, ledger, terms: { network: { ...NETWORKS['base-sepolia']!, usdc: chain.usdc }, payTo } });
   const { agent, info } = gatewayRouters({
     db: duckRunner(v.conn),
@@ -87,8 +91,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await t?.close();
-  ledger?.close();
-  snapshots?.close();
+  await gatewayDb?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
   await chain?.stop();
   await v?.cleanup();

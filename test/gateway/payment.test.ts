@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PaymentLedger, type Reservation } from '../../data/payment-ledger.ts';
+import { openServiceDb } from '../../data/sql/db.ts';
 import { decodePayment, encodeReceipt } from '../../gateway/payment/gate.ts';
 import { AGENT_ROUTES, atomicToUsd, NETWORKS, requirementsFor, usdToAtomic } from '../../gateway/payment/pricing.ts';
 
@@ -117,43 +118,44 @@ describe('ledger', () => {
     ...over,
   });
 
-  it('reserves an authorization once; a released or failed one may be retried; a settled one is final', () => {
-    const l = new PaymentLedger(join(dir, 'a.sqlite'));
-    const a = l.reserve(res('0x01'), 1);
+  it('reserves an authorization once; a released or failed one may be retried; a settled one is final', async () => {
+    const l = await PaymentLedger.open(join(dir, 'a.sqlite'));
+    const a = await l.reserve(res('0x01'), 1);
     expect(a.ok).toBe(true);
-    expect(l.reserve(res('0x01'), 2)).toMatchObject({ ok: false, status: 'reserved' });
+    expect(await l.reserve(res('0x01'), 2)).toMatchObject({ ok: false, status: 'reserved' });
     // the same nonce from another payer or on another asset is another authorization
-    expect(l.reserve(res('0x01', { payer: '0xOther' }), 2).ok).toBe(true);
-    l.release(a.key, 'handler failed', 3);
-    expect(l.reserve(res('0x01'), 4).ok).toBe(true);
-    l.fail(a.key, { success: false }, 'settlement failed', 5);
-    expect(l.reserve(res('0x01'), 6).ok).toBe(true);
-    l.settle(a.key, { transaction: '0xtx' }, 7);
-    expect(l.reserve(res('0x01'), 8)).toMatchObject({ ok: false, status: 'settled' });
-    expect(() => l.db.prepare(`UPDATE x402_payments SET status = 'released' WHERE payment_key = ?`).run(a.key)).toThrow(/final/);
-    expect(l.totals()).toEqual([{ route: 'leaderboard', settled: 1, amount: '2000' }]);
-    l.close();
+    expect((await l.reserve(res('0x01', { payer: '0xOther' }), 2)).ok).toBe(true);
+    await l.release(a.key, 'handler failed', 3);
+    expect((await l.reserve(res('0x01'), 4)).ok).toBe(true);
+    await l.fail(a.key, { success: false }, 'settlement failed', 5);
+    expect((await l.reserve(res('0x01'), 6)).ok).toBe(true);
+    await l.settle(a.key, { transaction: '0xtx' }, 7);
+    expect(await l.reserve(res('0x01'), 8)).toMatchObject({ ok: false, status: 'settled' });
+    await expect(l.db.run(`UPDATE x402_payments SET status = 'released' WHERE payment_key = ?`, [a.key])).rejects.toThrow(/final/);
+    expect(await l.totals()).toEqual([{ route: 'leaderboard', settled: 1, amount: '2000' }]);
+    await l.close();
   });
 
-  it('survives a restart, and expires reservations a crash left behind once they can no longer settle', () => {
+  it('survives a restart, and expires reservations a crash left behind once they can no longer settle', async () => {
     const path = join(dir, 'b.sqlite');
-    const l1 = new PaymentLedger(path);
-    const k = l1.reserve(res('0x02', { validBefore: 1000 }), 1).ok;
+    const l1 = await PaymentLedger.open(path);
+    const k = (await l1.reserve(res('0x02', { validBefore: 1000 }), 1)).ok;
     expect(k).toBe(true);
-    l1.close(); // "crash" with the reservation open
-    const l2 = new PaymentLedger(path);
-    expect(l2.reserve(res('0x02', { validBefore: 1000 }), 2)).toMatchObject({ ok: false, status: 'reserved' });
-    expect(l2.expireStale(999_000)).toBe(0);
-    expect(l2.expireStale(1_001_000)).toBe(1);
-    expect(l2.reserve(res('0x02', { validBefore: 1000 }), 3)).toMatchObject({ ok: false, status: 'expired' });
-    l2.close();
+    await l1.close(); // "crash" with the reservation open
+    const l2 = await PaymentLedger.open(path);
+    expect(await l2.reserve(res('0x02', { validBefore: 1000 }), 2)).toMatchObject({ ok: false, status: 'reserved' });
+    expect(await l2.expireStale(999_000)).toBe(0);
+    expect(await l2.expireStale(1_001_000)).toBe(1);
+    expect(await l2.reserve(res('0x02', { validBefore: 1000 }), 3)).toMatchObject({ ok: false, status: 'expired' });
+    await l2.close();
   });
 
-  it('lets exactly one of many concurrent reservations of one authorization through (two processes’ worth of handles)', () => {
-    const path = join(dir, 'c.sqlite');
-    const handles = [new PaymentLedger(path), new PaymentLedger(path), new PaymentLedger(path)];
-    const wins = Array.from({ length: 30 }, (_, i) => handles[i % 3]!.reserve(res('0x03'), i)).filter((r) => r.ok);
+  // concurrency across replicas and processes, on SQLite and PostgreSQL: test/data/payment-ledger.test.ts
+  it('lets exactly one of many concurrent reservations of one authorization through (several ledgers on one connection)', async () => {
+    const db = await openServiceDb(join(dir, 'c.sqlite'));
+    const handles = await Promise.all([PaymentLedger.open(db), PaymentLedger.open(db), PaymentLedger.open(db)]);
+    const wins = (await Promise.all(Array.from({ length: 30 }, (_, i) => handles[i % 3]!.reserve(res('0x03'), i)))).filter((r) => r.ok);
     expect(wins).toHaveLength(1);
-    for (const h of handles) h.close();
+    await db.close();
   });
 });

@@ -8,7 +8,7 @@ import type { PlanId } from '../../core/plans.ts';
 import type { QueryRunner } from '../../core/query.ts';
 import { AccountStore } from '../../data/account-store.ts';
 import { openServiceDb, type SqlDb } from '../../data/sql/db.ts';
-import { SqliteRateStore, type RateStore } from '../../data/rate-limit.ts';
+import { SqlRateStore, type RateStore } from '../../data/rate-limit.ts';
 import { ResolutionFeed } from '../../data/resolution-feed.ts';
 import { PushStore } from '../../data/push-store.ts';
 import { WebhookStore } from '../../data/webhook-store.ts';
@@ -40,16 +40,16 @@ export async function startApp(
   // one service database for every store of the process (SQLite: one connection whose transactions queue)
   const serviceDb = await openServiceDb(join(dir, 'service.sqlite'));
   const accounts = await AccountStore.open(serviceDb);
-  const rates = opts.rates ?? new SqliteRateStore(join(dir, 'service.sqlite'));
+  const rates = opts.rates ?? (await SqlRateStore.open(serviceDb));
   // the origin is only known after listen; the app reads the config object lazily, so fill it in then
   const auth: AuthConfig = { ...opts.auth, origin: '' };
-  const resolutionFeed = new ResolutionFeed(join(dir, 'service.sqlite'));
+  const resolutionFeed = await ResolutionFeed.open(serviceDb);
   // the real webhook and push services on the same file unless a test brings its own
-  const webhookStore = new WebhookStore(join(dir, 'service.sqlite'));
-  const pushStore = new PushStore(join(dir, 'service.sqlite'));
+  const webhookStore = await WebhookStore.open(serviceDb);
+  const pushStore = await PushStore.open(serviceDb);
   // a test's own receivers on loopback pass the SSRF guard only when it names them (webhookTargets)
-  const webhooks = new WebhookService({ store: webhookStore, planOf: (u) => accounts.planOf(u), ...(opts.webhookTargets ?? {}) });
-  const push = new PushService({ store: pushStore, subject: 'mailto:test@example.com' });
+  const webhooks = await WebhookService.open({ store: webhookStore, planOf: (u) => accounts.planOf(u), ...(opts.webhookTargets ?? {}) });
+  const push = await PushService.open({ store: pushStore, subject: 'mailto:test@example.com' });
   const app = createApp({ resolutionFeed, tidKey: 'test-tid-key-0123456789abcdef', webhooks, push, ...opts, db, accounts, rates, auth });
   const server: Server = app.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
@@ -69,12 +69,13 @@ export async function startApp(
     },
     async close() {
       await new Promise((r) => server.close(r));
+      // deliveries in progress end before the database they write to closes
+      await webhooks.worker.stop();
       await accounts.close();
       await serviceDb.close();
-      resolutionFeed.close();
-      await webhooks.worker.stop();
-      webhookStore.close();
-      pushStore.close();
+      await resolutionFeed.close();
+      await webhookStore.close();
+      await pushStore.close();
       await rates.close();
       await rm(dir, { recursive: true, force: true });
     },

@@ -14,7 +14,8 @@ const speed = Number(process.env.WEBHOOK_SPEEDUP ?? 1);
 const realEpoch = Number(process.env.WEBHOOK_REAL_EPOCH_MS ?? Date.now());
 const virtualEpoch = Number(process.env.WEBHOOK_VIRTUAL_EPOCH_MS ?? realEpoch);
 const now = () => new Date(virtualEpoch + (Date.now() - realEpoch) * speed);
-const store = new WebhookStore(process.env.WEBHOOK_DB!);
+// its own process: its own connection to the file (SQLite's locking separates it from the test's)
+const store = await WebhookStore.open(process.env.WEBHOOK_DB!);
 const ca = readFileSync(process.env.WEBHOOK_CA!, 'utf8');
 const worker = new DeliveryWorker({
   store,

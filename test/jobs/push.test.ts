@@ -21,6 +21,7 @@ import ece from 'http_ece';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { PushStore } from '../../data/push-store.ts';
+import { openServiceDb, type SqlDb } from '../../data/sql/db.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { WebhookStore } from '../../data/webhook-store.ts';
 import { buildPayload, PUSH_LIMITS, PushService } from '../../jobs/push.ts';
@@ -35,6 +36,8 @@ let server: Server;
 let port: number;
 let dir: string;
 let t: TestApp;
+/** this file's service database (one connection for every store on it in this process) */
+let serviceDb: SqlDb;
 let push: PushService;
 let pushStore: PushStore;
 let webhookStore: WebhookStore;
@@ -67,18 +70,20 @@ beforeAll(async () => {
   port = (server.address() as AddressInfo).port;
   ({ instance, conn } = await openMemoryVenue());
   dir = await mkdtemp(join(tmpdir(), 'push-'));
-  pushStore = new PushStore(join(dir, 'service.sqlite'));
-  webhookStore = new WebhookStore(join(dir, 'service.sqlite'));
+  serviceDb = await openServiceDb(join(dir, 'service.sqlite'));
+  pushStore = await PushStore.open(serviceDb);
+  webhookStore = await WebhookStore.open(serviceDb);
   allowlist = [`127.0.0.1:${port}`];
-  push = new PushService({ store: pushStore, subject: 'mailto:ops@example.com', allowlist, ca: cert.cert, planOf: (u) => t.accounts.planOf(u), usage: webhookStore });
-  const webhooks = new WebhookService({ store: webhookStore, planOf: () => 'pro', allowlist, ca: cert.cert });
+  push = await PushService.open({ store: pushStore, subject: 'mailto:ops@example.com', allowlist, ca: cert.cert, planOf: (u) => t.accounts.planOf(u), usage: webhookStore });
+  const webhooks = await WebhookService.open({ store: webhookStore, planOf: () => 'pro', allowlist, ca: cert.cert });
   t = await startApp(duckRunner(conn), { webhooks, push });
 }, 60_000);
 
 afterAll(async () => {
   await t?.close();
-  pushStore?.close();
-  webhookStore?.close();
+  await pushStore?.close();
+  await webhookStore?.close();
+  await serviceDb?.close();
   await new Promise((r) => server?.close(r));
   closeMemoryVenue(conn, instance);
   if (dir) await rm(dir, { recursive: true, force: true });
@@ -130,9 +135,9 @@ it('delivers an encrypted test push that decrypts to the payload, signed with th
 it('removes a subscription the push service says is gone, and refuses endpoints the SSRF guard refuses', async () => {
   const { key, userId } = await t.keyFor('free');
   await post('/v1/push/subscribe', key, browserSubscription('/gone/device-2').json);
-  expect(pushStore.forUser(userId)).toHaveLength(1);
+  expect(await pushStore.forUser(userId)).toHaveLength(1);
   expect(await (await post('/v1/push/test', key)).json()).toMatchObject({ sent: 0, removed: 1 });
-  expect(pushStore.forUser(userId)).toHaveLength(0);
+  expect(await pushStore.forUser(userId)).toHaveLength(0);
   for (const endpoint of ['http://push.example.com/x', 'https://10.1.2.3/x', 'https://169.254.169.254/x', `https://127.0.0.1:${port + 1}/x`]) {
     const res = await post('/v1/push/subscribe', key, { ...browserSubscription('/x').json, endpoint });
     expect(res.status, endpoint).toBe(400);
@@ -141,8 +146,8 @@ it('removes a subscription the push service says is gone, and refuses endpoints 
   expect((await fetch(`${t.base}/v1/push/subscribe`, { method: 'POST' })).status).toBe(401);
 });
 
-it('keeps its VAPID keys across restarts', () => {
-  const again = new PushService({ store: new PushStore(join(dir, 'service.sqlite')), subject: 'mailto:ops@example.com' });
+it('keeps its VAPID keys across restarts', async () => {
+  const again = await PushService.open({ store: await PushStore.open(serviceDb), subject: 'mailto:ops@example.com' });
   expect(again.publicKey).toBe(push.publicKey);
 });
 
@@ -189,26 +194,26 @@ it('validates event_types and filter_json at subscribe, stores them, and updates
   for (const filter_json of [{ signal_types: ['nope'] }, { trader_proxy: '0x12' }, { min_size_usdc: -1 }, []]) {
     expect((await post('/v1/push/subscribe', key, { ...sub.json, filter_json })).status, JSON.stringify(filter_json)).toBe(400);
   }
-  expect(pushStore.forUser(userId)).toHaveLength(0);
+  expect(await pushStore.forUser(userId)).toHaveLength(0);
 
   // defaults for a new subscription
   expect(await (await post('/v1/push/subscribe', key, sub.json)).json()).toEqual({ ok: true });
-  expect(pushStore.forUser(userId)).toMatchObject([{ endpoint: sub.json.endpoint, event_types: ['signal.smart_money'], filter_json: {} }]);
+  expect(await pushStore.forUser(userId)).toMatchObject([{ endpoint: sub.json.endpoint, event_types: ['signal.smart_money'], filter_json: {} }]);
   // re-subscribing replaces what is sent ...
   await post('/v1/push/subscribe', key, { ...sub.json, event_types: ['market.resolved', 'signal.smart_money'], filter_json: { min_size_usdc: 20000, tags_any: ['whale'] } });
-  expect(pushStore.forUser(userId)).toMatchObject([{ event_types: ['market.resolved', 'signal.smart_money'], filter_json: { min_size_usdc: 20000, tags_any: ['whale'] } }]);
+  expect(await pushStore.forUser(userId)).toMatchObject([{ event_types: ['market.resolved', 'signal.smart_money'], filter_json: { min_size_usdc: 20000, tags_any: ['whale'] } }]);
   // ... and keeps what is omitted (a page re-posting its PushSubscription JSON does not reset the choice)
   await post('/v1/push/subscribe', key, sub.json);
-  expect(pushStore.forUser(userId)).toMatchObject([{ event_types: ['market.resolved', 'signal.smart_money'], filter_json: { min_size_usdc: 20000 } }]);
+  expect(await pushStore.forUser(userId)).toMatchObject([{ event_types: ['market.resolved', 'signal.smart_money'], filter_json: { min_size_usdc: 20000 } }]);
   await post('/v1/push/subscribe', key, { ...sub.json, filter_json: {} });
-  expect(pushStore.forUser(userId)[0]!.filter_json).toEqual({});
+  expect((await pushStore.forUser(userId))[0]!.filter_json).toEqual({});
   // (narrowed to a market no other test uses, so this subscription stays out of their way)
   await post('/v1/push/subscribe', key, { ...sub.json, filter_json: { condition_id: '0x' + '00'.repeat(32) } });
-  expect(pushStore.forUser(userId)[0]!.filter_json).toEqual({ condition_id: '0x' + '00'.repeat(32) });
-  expect(pushStore.forUser(userId)).toHaveLength(1);
+  expect((await pushStore.forUser(userId))[0]!.filter_json).toEqual({ condition_id: '0x' + '00'.repeat(32) });
+  expect(await pushStore.forUser(userId)).toHaveLength(1);
   // the index follows the store: a fresh service loads the same subscription
   expect(push.index.has(sub.json.endpoint)).toBe(true);
-  expect(new PushService({ store: pushStore, subject: 'mailto:ops@example.com' }).index.has(sub.json.endpoint)).toBe(true);
+  expect((await PushService.open({ store: pushStore, subject: 'mailto:ops@example.com' })).index.has(sub.json.endpoint)).toBe(true);
 });
 
 it('sends a matching signal.smart_money as an encrypted, VAPID-signed notification, and not a non-matching one', async () => {
@@ -216,15 +221,15 @@ it('sends a matching signal.smart_money as an encrypted, VAPID-signed notificati
   const trader = newTrader();
   const sub = browserSubscription('/live/signal');
   await post('/v1/push/subscribe', key, { ...sub.json, filter_json: { trader_proxy: trader.toLowerCase(), min_size_usdc: 10_000 } });
-  const before = webhookStore.used(userId, month());
+  const before = await webhookStore.used(userId, month());
 
   got.length = 0;
   const emitted = new Date('2026-03-01T12:00:00Z');
-  const r = push.publish('signal.smart_money', signal(trader, 12_400), emitted);
+  const r = await push.publish('signal.smart_money', signal(trader, 12_400), emitted);
   expect(r).toMatchObject({ queued: 1, rate_limited: 0 });
-  push.publish('signal.smart_money', signal(trader, 6_000), emitted); // under min_size_usdc
-  push.publish('signal.smart_money', signal(newTrader(), 50_000), emitted); // another trader
-  push.publish('market.resolved', { condition_id: '0x' + 'ab'.repeat(32), title: 'x', winner_outcome: 'YES' }); // type not subscribed
+  await push.publish('signal.smart_money', signal(trader, 6_000), emitted); // under min_size_usdc
+  await push.publish('signal.smart_money', signal(newTrader(), 50_000), emitted); // another trader
+  await push.publish('market.resolved', { condition_id: '0x' + 'ab'.repeat(32), title: 'x', winner_outcome: 'YES' }); // type not subscribed
   await push.drain();
 
   const reqs = sentTo('/live/signal');
@@ -248,7 +253,7 @@ it('sends a matching signal.smart_money as an encrypted, VAPID-signed notificati
     },
   });
   // it counted one event against the month's quota (the counter webhooks use)
-  expect(webhookStore.used(userId, month())).toBe(before + 1);
+  expect(await webhookStore.used(userId, month())).toBe(before + 1);
 });
 
 it('sends nothing live to a Free user, nor over the monthly quota (the test push still works on Free)', async () => {
@@ -259,23 +264,23 @@ it('sends nothing live to a Free user, nor over the monthly quota (the test push
   const pro = await t.keyFor('pro');
   const subPro = browserSubscription('/live/spent');
   await post('/v1/push/subscribe', pro.key, { ...subPro.json, filter_json: { trader_proxy: trader } });
-  webhookStore.addUsage(pro.userId, month(), 10_000); // Pro's monthly events, all used by webhooks
+  await webhookStore.addUsage(pro.userId, month(), 10_000); // Pro's monthly events, all used by webhooks
 
   got.length = 0;
-  const r = push.publish('signal.smart_money', signal(trader, 9_000));
+  const r = await push.publish('signal.smart_money', signal(trader, 9_000));
   await push.drain();
   expect(r.matched).toBeGreaterThanOrEqual(2);
   expect(r).toMatchObject({ queued: 0, over_quota: r.matched });
   expect(sentTo('/live/')).toHaveLength(0);
-  expect(webhookStore.used(free.userId, month())).toBe(0);
-  expect(webhookStore.used(pro.userId, month())).toBe(10_000);
+  expect(await webhookStore.used(free.userId, month())).toBe(0);
+  expect(await webhookStore.used(pro.userId, month())).toBe(10_000);
   expect(await (await post('/v1/push/test', free.key)).json()).toMatchObject({ sent: 1 });
 });
 
 it('caps each subscription at 30 notifications per rolling hour', async () => {
   let clock = new Date('2026-03-01T12:00:00Z');
   const { userId } = await t.keyFor('pro');
-  const capped = new PushService({ store: pushStore, subject: 'mailto:ops@example.com', allowlist, ca, planOf: (u) => (u === userId ? 'pro' : null), usage: webhookStore, now: () => clock });
+  const capped = await PushService.open({ store: pushStore, subject: 'mailto:ops@example.com', allowlist, ca, planOf: (u) => (u === userId ? 'pro' : null), usage: webhookStore, now: () => clock });
   const trader = newTrader();
   const sub = browserSubscription('/live/cap');
   await capped.subscribe(userId, { ...sub.json, filter_json: { trader_proxy: trader } });
@@ -283,7 +288,7 @@ it('caps each subscription at 30 notifications per rolling hour', async () => {
   const results = [];
   for (let i = 0; i < PUSH_LIMITS.perHour + 5; i++) {
     clock = new Date(clock.getTime() + 60_000); // one a minute: 35 in 35 minutes
-    results.push(capped.publish('signal.smart_money', signal(trader, 5_000 + i)));
+    results.push(await capped.publish('signal.smart_money', signal(trader, 5_000 + i)));
   }
   await capped.drain();
   expect(PUSH_LIMITS.perHour).toBe(30);
@@ -291,17 +296,17 @@ it('caps each subscription at 30 notifications per rolling hour', async () => {
   expect(results.filter((r) => r.rate_limited === 1)).toHaveLength(5);
   expect(sentTo('/live/cap')).toHaveLength(30);
   // dropped ones are not counted against the quota
-  expect(webhookStore.used(userId, '2026-03')).toBe(30);
+  expect(await webhookStore.used(userId, '2026-03')).toBe(30);
   // an hour after the first send, room again
   clock = new Date(new Date('2026-03-01T12:00:00Z').getTime() + 61 * 60_000 + 1);
-  expect(capped.publish('signal.smart_money', signal(trader, 7_000)).queued).toBe(1);
+  expect((await capped.publish('signal.smart_money', signal(trader, 7_000))).queued).toBe(1);
   await capped.drain();
   expect(sentTo('/live/cap')).toHaveLength(31);
 });
 
 it('sends market.resolved with the webhook data fields, keeps sends bounded, and removes a subscription a live send finds gone', async () => {
   const { userId } = await t.keyFor('desk');
-  const bounded = new PushService({ store: pushStore, subject: 'mailto:ops@example.com', allowlist, ca, planOf: (u) => (u === userId ? 'desk' : null), usage: webhookStore, limits: { concurrency: 3 } });
+  const bounded = await PushService.open({ store: pushStore, subject: 'mailto:ops@example.com', allowlist, ca, planOf: (u) => (u === userId ? 'desk' : null), usage: webhookStore, limits: { concurrency: 3 } });
   const cond = '0x' + 'ef'.repeat(32);
   const subs = Array.from({ length: 9 }, (_, i) => browserSubscription(`/slow/resolved-${i}`));
   for (const s of subs) await bounded.subscribe(userId, { ...s.json, event_types: ['market.resolved'], filter_json: { condition_id: cond } });
@@ -314,7 +319,7 @@ it('sends market.resolved with the webhook data fields, keeps sends bounded, and
   got.length = 0;
   slowMax = 0;
   // main.ts builds the market.resolved data once and publishes it to both channels
-  const r = bounded.publish('market.resolved', await resolutionData(venue, resolution));
+  const r = await bounded.publish('market.resolved', await resolutionData(venue, resolution));
   expect(r).toMatchObject({ matched: 10, queued: 10 });
   await bounded.drain();
   expect(sentTo('/slow/resolved-')).toHaveLength(9);
@@ -325,10 +330,10 @@ it('sends market.resolved with the webhook data fields, keeps sends bounded, and
   expect(sentTo('/slow/resolved-0')[0]!.headers.urgency).toBe('normal');
   // the same data fields the webhook producer builds
   let webhookData: Record<string, unknown> = {};
-  await publishResolution({ publish: (_t: string, d: Record<string, unknown>) => (webhookData = d) } as unknown as WebhookService, venue, resolution);
+  await publishResolution({ publish: async (_t: string, d: Record<string, unknown>) => (webhookData = d) } as unknown as WebhookService, venue, resolution);
   expect(p.data).toEqual(webhookData);
   // the push service said 410: the subscription is gone from the store and the index
-  expect(pushStore.get(gone.json.endpoint)).toBeNull();
+  expect(await pushStore.get(gone.json.endpoint)).toBeNull();
   expect(bounded.index.has(gone.json.endpoint)).toBe(false);
   expect(bounded.stats).toMatchObject({ sent: 9, removed: 1 });
 });
@@ -348,22 +353,30 @@ it('keeps payloads under the web push limit, and publish never throws into the l
   const sub = browserSubscription('/live/long');
   await post('/v1/push/subscribe', key, { ...sub.json, filter_json: { trader_proxy: trader } });
   got.length = 0;
-  push.publish('signal.smart_money', signal(trader, 8_000, { title: long }));
+  expect(await push.publish('signal.smart_money', signal(trader, 8_000, { title: long }))).toMatchObject({ queued: 1 });
   await push.drain();
   const req = sentTo('/live/long')[0]!;
   expect(req.body.length).toBeLessThanOrEqual(4096);
   expect(Buffer.byteLength(JSON.stringify(decrypt(sub, req.body)))).toBeLessThanOrEqual(PUSH_LIMITS.maxPayloadBytes);
 
   const logs: string[] = [];
-  const broken = new PushService({
+  const broken = await PushService.open({
     store: pushStore,
     subject: 'mailto:ops@example.com',
     allowlist,
     planOf: () => 'pro',
-    usage: { used: () => { throw new Error('database is locked'); }, addUsage: () => {} },
+    usage: {
+      reserveUsage: async () => {
+        throw new Error('database is locked');
+      },
+      addUsage: async () => {},
+    },
     log: (m) => logs.push(m),
   });
-  expect(() => broken.publish('signal.smart_money', signal(trader, 8_000))).not.toThrow();
+  // resolves (nothing counted, nothing sent) instead of rejecting into the live tail
+  const r = await broken.publish('signal.smart_money', signal(trader, 8_000));
+  expect(r.matched).toBeGreaterThanOrEqual(1);
+  expect(r).toMatchObject({ queued: 0, over_quota: r.matched });
   expect(logs.join('\n')).toMatch(/database is locked/);
 });
 
@@ -374,13 +387,17 @@ it('adds the event_types and filter_json columns to an old-schema file, keeping 
             CREATE TABLE service_kv (key TEXT PRIMARY KEY, value TEXT NOT NULL);`);
   old.prepare(`INSERT INTO push_subscriptions VALUES (?, ?, ?, ?, ?)`).run('https://push.example.com/old', 'u_old', 'p'.repeat(87), 'a'.repeat(22), '2025-01-01T00:00:00.000Z');
   old.close();
-  const a = new PushStore(path);
-  const b = new PushStore(path); // a second opener finds the columns there
-  const cols = (a.db.prepare(`PRAGMA table_info(push_subscriptions)`).all() as { name: string }[]).map((c) => c.name);
+  // one connection for the file in this process; a second store opening it finds the migrations applied
+  const oldDb = await openServiceDb(path);
+  const a = await PushStore.open(oldDb);
+  const b = await PushStore.open(oldDb);
+  const cols = (await oldDb.all<{ name: string }>(`PRAGMA table_info(push_subscriptions)`)).map((c) => c.name);
   expect(cols).toEqual(['endpoint', 'user_id', 'p256dh', 'auth', 'created_at', 'event_types', 'filter_json']);
-  expect(b.get('https://push.example.com/old')).toMatchObject({ user_id: 'u_old', event_types: ['signal.smart_money'], filter_json: {} });
-  a.upsert({ user_id: 'u_old', endpoint: 'https://push.example.com/old', p256dh: 'p'.repeat(87), auth: 'a'.repeat(22), filter_json: { min_size_usdc: 1 } }, Date.now());
-  expect(b.get('https://push.example.com/old')).toMatchObject({ event_types: ['signal.smart_money'], filter_json: { min_size_usdc: 1 }, created_at: '2025-01-01T00:00:00.000Z' });
-  a.close();
-  b.close();
+  expect((await oldDb.all<{ name: string }>(`SELECT name FROM schema_migrations WHERE store = 'push' ORDER BY name`)).map((r) => r.name)).toEqual(['0001-push', '0002-push-event-filters']);
+  expect(await b.get('https://push.example.com/old')).toMatchObject({ user_id: 'u_old', event_types: ['signal.smart_money'], filter_json: {} });
+  await a.upsert({ user_id: 'u_old', endpoint: 'https://push.example.com/old', p256dh: 'p'.repeat(87), auth: 'a'.repeat(22), filter_json: { min_size_usdc: 1 } }, Date.now());
+  expect(await b.get('https://push.example.com/old')).toMatchObject({ event_types: ['signal.smart_money'], filter_json: { min_size_usdc: 1 }, created_at: '2025-01-01T00:00:00.000Z' });
+  await a.close();
+  await b.close();
+  await oldDb.close();
 });

@@ -38,7 +38,7 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-const newStore = () => new SnapshotStore(join(dir, `store-${++n}.sqlite`));
+const newStore = () => SnapshotStore.open(join(dir, `store-${++n}.sqlite`));
 
 /** A stand-in for the DuckDB computation: one row per preset, stored like snapshotDay does; records its calls. */
 function fakeDay(store: SnapshotStore, calls: string[], presets = PRESETS.map((p) => p.slug)) {
@@ -46,7 +46,7 @@ function fakeDay(store: SnapshotStore, calls: string[], presets = PRESETS.map((p
     calls.push(day);
     let created = 0;
     for (const preset of presets) {
-      const r = store.put({ preset, date: day, as_of: endOfDay(day).toISOString(), computed_at: now.toISOString(), top_k: SNAPSHOT_TOP_K, rows: [{ rank: 1, key: `w-${day}`, composite: 1 }] });
+      const r = await store.put({ preset, date: day, as_of: endOfDay(day).toISOString(), computed_at: now.toISOString(), top_k: SNAPSHOT_TOP_K, rows: [{ rank: 1, key: `w-${day}`, composite: 1 }] });
       if (r.created) created++;
     }
     return { created };
@@ -70,7 +70,7 @@ describe('day arithmetic', () => {
 
 describe('catch-up', () => {
   it('computes every missed day oldest first, then nothing; yesterday waits for the grace period', async () => {
-    const store = newStore();
+    const store = await newStore();
     const calls: string[] = [];
     let clock = new Date('2026-10-25T10:00:00Z');
     const opts: SnapshotScheduleOptions = { store, now: () => clock, firstDay: '2026-10-20', snapshotDay: fakeDay(store, calls) };
@@ -87,30 +87,30 @@ describe('catch-up', () => {
     clock = new Date('2026-10-27T00:05:00Z');
     expect((await catchUpSnapshots(opts)).days).toEqual(['2026-10-26']);
     expect((await catchUpSnapshots(opts)).days).toEqual([]);
-    for (const p of PRESETS) expect(store.days(p.slug)).toEqual(daysBetween('2026-10-20', '2026-10-26'));
+    for (const p of PRESETS) expect(await store.days(p.slug)).toEqual(daysBetween('2026-10-20', '2026-10-26'));
     // the first write is kept: computed_at is the time of the first run
-    expect(store.get('top-pnl', '2026-10-20')!.computed_at).toBe('2026-10-25T10:00:00.000Z');
-    store.close();
+    expect((await store.get('top-pnl', '2026-10-20'))!.computed_at).toBe('2026-10-25T10:00:00.000Z');
+    await store.close();
   });
 
   it('a half-written day only gets its missing presets; gaps are filled; default first day', async () => {
-    const store = newStore();
+    const store = await newStore();
     const calls: string[] = [];
     const clock = new Date('2026-10-25T10:00:00Z');
     // a crash left 10-22 with only two presets, and 10-18 complete: 10-19..10-21 are a gap
     await fakeDay(store, [], PRESETS.slice(0, 2).map((p) => p.slug))('2026-10-22', clock);
     await fakeDay(store, [])('2026-10-18', clock);
-    expect(missingSnapshotDays(store, clock, '2026-10-18')).toEqual(['2026-10-19', '2026-10-20', '2026-10-21', '2026-10-22', '2026-10-23', '2026-10-24']);
+    expect(await missingSnapshotDays(store, clock, '2026-10-18')).toEqual(['2026-10-19', '2026-10-20', '2026-10-21', '2026-10-22', '2026-10-23', '2026-10-24']);
     // no firstDay: from the earliest stored day
     const r = await catchUpSnapshots({ store, now: () => clock, snapshotDay: fakeDay(store, calls) });
     expect(r.days).toEqual(['2026-10-19', '2026-10-20', '2026-10-21', '2026-10-22', '2026-10-23', '2026-10-24']);
     expect(r.created).toBe(6 * PRESETS.length - 2);
-    store.close();
+    await store.close();
     // an empty store without firstDay: backfillDays days ending yesterday
-    const empty = newStore();
+    const empty = await newStore();
     const r2 = await catchUpSnapshots({ store: empty, now: () => clock, backfillDays: 3, snapshotDay: fakeDay(empty, []) });
     expect(r2.days).toEqual(['2026-10-22', '2026-10-23', '2026-10-24']);
-    empty.close();
+    await empty.close();
   });
 });
 
@@ -124,7 +124,7 @@ describe('schedule', () => {
       timers.push(t);
       return t;
     }) as typeof setTimeout);
-    const store = newStore();
+    const store = await newStore();
     const calls: string[] = [];
     const logs: string[] = [];
     let clock = new Date('2026-10-25T22:00:00Z');
@@ -167,7 +167,7 @@ describe('schedule', () => {
     clock = new Date('2026-10-28T00:15:00Z');
     await vi.advanceTimersByTimeAsync(3 * 24 * HOUR);
     expect(calls).toHaveLength(3);
-    store.close();
+    await store.close();
   });
 });
 
@@ -181,15 +181,15 @@ describe('over a generated venue', () => {
   });
 
   it('catches up the missed days with the real computation, identical to snapshotDay, and stores nothing twice', async () => {
-    const store = newStore();
+    const store = await newStore();
     let clock = new Date('2026-10-31T06:00:00Z');
     const logs: string[] = [];
     const s = startSnapshotSchedule({ instance: v.instance, store, now: () => clock, firstDay: '2026-10-29', log: (m) => logs.push(m) });
     const first = await s.runNow();
     expect(first.days).toEqual(['2026-10-29', '2026-10-30']);
     expect(first.created).toBe(2 * PRESETS.length);
-    for (const p of PRESETS) expect(store.days(p.slug)).toEqual(['2026-10-29', '2026-10-30']);
-    const board = store.get('top-pnl', '2026-10-30')!;
+    for (const p of PRESETS) expect(await store.days(p.slug)).toEqual(['2026-10-29', '2026-10-30']);
+    const board = (await store.get('top-pnl', '2026-10-30'))!;
     expect(board.rows.length).toBeGreaterThan(10);
     expect(board.computed_at).toBe('2026-10-31T06:00:00.000Z');
     // the scheduled computation is jobs/snapshots.ts's: recomputing the day directly gives the same bytes
@@ -201,6 +201,6 @@ describe('over a generated venue', () => {
     expect((await s.runNow()).days).toEqual(['2026-10-31']);
     await s.stop();
     expect(logs.filter((l) => l.includes('stored'))).toHaveLength(3);
-    store.close();
+    await store.close();
   }, 170_000);
 });

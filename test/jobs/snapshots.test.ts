@@ -64,26 +64,26 @@ describe('preset snapshots', () => {
   }, 600_000);
 
   it('the store is write-once', async () => {
-    const store = new SnapshotStore(join(dir, 'snapshots.sqlite'));
+    const store = await SnapshotStore.open(join(dir, 'snapshots.sqlite'));
     const catalog = await currentCatalog(v.instance);
     const a = await snapshotDay(v.instance, catalog, store, DAY, new Date('2026-10-21T00:05:00Z'));
     expect(a.results.every((r) => r.created && r.identical)).toBe(true);
     const b = await snapshotDay(v.instance, catalog, store, DAY, new Date('2026-11-05T00:05:00Z'));
     expect(b.results.every((r) => !r.created && r.identical)).toBe(true);
-    const s = store.get('top-pnl', DAY)!;
+    const s = (await store.get('top-pnl', DAY))!;
     expect(s.computed_at).toBe('2026-10-21T00:05:00.000Z');
     expect(s.as_of).toBe('2026-10-20T23:59:59.999Z');
-    expect(store.latest('top-pnl')!.date).toBe(DAY);
-    expect(() => store.db.prepare(`UPDATE preset_snapshot_rows SET composite = '0' WHERE preset = 'top-pnl'`).run()).toThrow(/immutable/);
+    expect((await store.latest('top-pnl'))!.date).toBe(DAY);
+    await expect(store.db.run(`UPDATE preset_snapshot_rows SET composite = '0' WHERE preset = 'top-pnl'`)).rejects.toThrow(/immutable/);
     // a tampered recomputation is reported, the stored rows stay
-    const tampered = store.put({ ...s, rows: s.rows.map((r, i) => (i === 0 ? { ...r, composite: r.composite + 1 } : r)) });
+    const tampered = await store.put({ ...s, rows: s.rows.map((r, i) => (i === 0 ? { ...r, composite: r.composite + 1 } : r)) });
     expect(tampered.created).toBe(false);
     expect(tampered.identical).toBe(false);
-    expect(store.get('top-pnl', DAY)!.sha256).toBe(s.sha256);
-    store.close();
+    expect((await store.get('top-pnl', DAY))!.sha256).toBe(s.sha256);
+    await store.close();
     // survives reopening (durable)
-    const reopened = new SnapshotStore(join(dir, 'snapshots.sqlite'));
-    expect(reopened.get('top-pnl', DAY)!.rows).toEqual(s.rows);
-    reopened.close();
+    const reopened = await SnapshotStore.open(join(dir, 'snapshots.sqlite'));
+    expect((await reopened.get('top-pnl', DAY))!.rows).toEqual(s.rows);
+    await reopened.close();
   }, 600_000);
 });

@@ -81,9 +81,10 @@ describe('a delivery to the documented local receiver', () => {
     ({ instance, conn } = await openMemoryVenue());
     const dev = await loadDevTargets({ targets: `127.0.0.1:${port}`, caFile: join(dir, 'dev-cert.pem'), production: false });
     expect(dev!.ca!.length).toBeGreaterThan(100); // the system roots stay trusted
-    store = new WebhookStore(join(dir, 'webhooks.sqlite'));
+    // a file of this test's own: the store opens and owns its one connection to it
+    store = await WebhookStore.open(join(dir, 'webhooks.sqlite'));
     let planOf: (u: string) => 'pro' | null = () => null;
-    const svc = new WebhookService({ store, planOf: (u) => planOf(u), allowlist: dev!.allowlist, ca: dev!.ca });
+    const svc = await WebhookService.open({ store, planOf: (u) => planOf(u), allowlist: dev!.allowlist, ca: dev!.ca });
     app = await startApp(duckRunner(conn), { webhooks: svc });
     planOf = (u) => app.accounts.planOf(u) as 'pro' | null;
     plain = await startApp(duckRunner(conn));
@@ -93,7 +94,7 @@ describe('a delivery to the documented local receiver', () => {
     for (const r of receivers) r.kill();
     await app?.close();
     await plain?.close();
-    store?.close();
+    await store?.close();
     closeMemoryVenue(conn, instance);
     if (dir) await rm(dir, { recursive: true, force: true });
   });

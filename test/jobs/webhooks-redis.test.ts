@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openServiceDb } from '../../data/sql/db.ts';
 import { WebhookStore } from '../../data/webhook-store.ts';
 import { OutboxRelay, OutcomeSink, RedisDeliveryQueue, retryDelay, startRedisWorker } from '../../jobs/webhooks/redis-queue.ts';
 import { WebhookService } from '../../jobs/webhooks/service.ts';
@@ -38,6 +39,8 @@ const newPrefix = () => {
 const target = () => `https://127.0.0.1:${port}/hooks`;
 const send: Send = (url, body, headers) =>
   pinnedPost(url, body, headers, { allowlist: [`127.0.0.1:${port}`], ca, timeoutMs: 5_000 }).then((r) => ({ ok: r.ok, status: r.status || null, error: r.error }));
+/** A store on its own file (the store owns its connection: one per file in this process). */
+const storeOn = (file: string) => WebhookStore.open(join(dir, file));
 const until = async (cond: () => boolean | Promise<boolean>, ms = 20_000) => {
   const end = Date.now() + ms;
   while (!(await cond())) {
@@ -67,10 +70,10 @@ afterAll(async () => {
 /** A fresh prefix, outbox and queue with one subscription to the receiver, mirrored to Redis. */
 async function queueFixture(userId: string, eventType: string, secret: string) {
   const prefix = newPrefix();
-  const store = new WebhookStore(join(dir, `${prefix}.sqlite`));
+  const store = await storeOn(`${prefix}.sqlite`);
   const queue = new RedisDeliveryQueue({ connection: redis, prefix });
-  const sub = store.create({ user_id: userId, target_url: target(), event_types: [eventType], filter_json: {}, active: true, secret }, Date.now());
-  await queue.syncTargets(store.targets());
+  const sub = await store.create({ user_id: userId, target_url: target(), event_types: [eventType], filter_json: {}, active: true, secret }, Date.now());
+  await queue.syncTargets(await store.targets());
   return { prefix, store, queue, sub };
 }
 
@@ -99,9 +102,9 @@ describe('retry schedule', () => {
     const relay = new OutboxRelay({ store, queue });
     received.length = 0;
     rx.answer = () => 500;
-    store.enqueue({ id: 'evt_retry', type: 'market.resolved', body: '{"type":"market.resolved"}' }, [{ id: sub.id, user_id: 'u1' }], () => 10, Date.now());
+    await store.enqueue({ id: 'evt_retry', type: 'market.resolved', body: '{"type":"market.resolved"}' }, [{ id: sub.id, user_id: 'u1' }], () => 10, Date.now());
     expect(await relay.runDue()).toBe(1);
-    expect(store.delivery('evt_retry', sub.id)?.status).toBe('queued');
+    expect((await store.delivery('evt_retry', sub.id))?.status).toBe('queued');
     await until(async () => (await queue.state('evt_retry', sub.id))?.status === 'exhausted');
     await new Promise((r) => setTimeout(r, 1500)); // nothing more comes
     expect(received).toHaveLength(7);
@@ -114,20 +117,20 @@ describe('retry schedule', () => {
     expect(await queue.state('evt_retry', sub.id)).toMatchObject({ status: 'exhausted', attempts: 7, last_status: 500 });
     // the final outcome reaches the outbox row through the outcome stream
     expect(await drainOutcomes(prefix, store)).toBe(1);
-    expect(store.delivery('evt_retry', sub.id)).toMatchObject({ status: 'exhausted', attempts: 7, last_status: 500 });
+    expect(await store.delivery('evt_retry', sub.id)).toMatchObject({ status: 'exhausted', attempts: 7, last_status: 500 });
     rx.answer = () => 200;
     await worker.close();
     await queue.close();
-    store.close();
+    await store.close();
   }, 30_000);
 
   it('a delivery the SQLite worker already tried keeps its count after the hand-off', async () => {
     const scaled = [50, 50, 50, 50, 50, 50];
     const { prefix, store, queue, sub } = await queueFixture('u1', 'market.resolved', 'whsec_prior');
-    store.enqueue({ id: 'evt_prior', type: 'market.resolved', body: '{}' }, [{ id: sub.id, user_id: 'u1' }], () => 10, 0);
+    await store.enqueue({ id: 'evt_prior', type: 'market.resolved', body: '{}' }, [{ id: sub.id, user_id: 'u1' }], () => 10, 0);
     // three tries already made here (as the SQLite worker would have recorded them), due again now
-    const [row] = store.claim(1, 0, 0);
-    for (let i = 0; i < 3; i++) store.failed(row!.delivery_id, 500, 'http 500', 0);
+    const [row] = await store.claim(1, 0, 0);
+    for (let i = 0; i < 3; i++) await store.failed(row!.delivery_id, 500, 'http 500', 0);
     const worker = startRedisWorker({ connection: redis, prefix, send, retryDelaysMs: scaled });
     received.length = 0;
     rx.answer = () => 503;
@@ -138,7 +141,7 @@ describe('retry schedule', () => {
     rx.answer = () => 200;
     await worker.close();
     await queue.close();
-    store.close();
+    await store.close();
   }, 30_000);
 });
 
@@ -149,13 +152,13 @@ describe('the service in Redis mode', () => {
 
   beforeAll(async () => {
     prefix = newPrefix();
-    store = new WebhookStore(join(dir, 'service.sqlite'));
-    svc = new WebhookService({ store, planOf: () => 'pro', allowlist: [`127.0.0.1:${port}`], ca, redis: { connection: redis, prefix } });
+    store = await storeOn('service.sqlite');
+    svc = await WebhookService.open({ store, planOf: () => 'pro', allowlist: [`127.0.0.1:${port}`], ca, redis: { connection: redis, prefix } });
     await svc.start();
   });
   afterAll(async () => {
     await svc?.stop();
-    store?.close();
+    await store?.close();
   });
 
   /** The signature recomputed from scratch: HMAC-SHA256 keyed by the secret over "<t>.<raw body>". */
@@ -175,27 +178,29 @@ describe('the service in Redis mode', () => {
     expect(received[0]!.headers['user-agent']).toBe('Service-Webhook/1.0');
     expect(independentCheck(received[0]!, secret)).toBe(true);
     // the worker's outcome is written back to the outbox row (the 30-day delivery log)
-    await until(() => store.delivery(out.event_id, subscription.id)?.status === 'delivered');
-    expect(store.delivery(out.event_id, subscription.id)).toMatchObject({ attempts: 1, last_status: 200 });
+    await until(async () => (await store.delivery(out.event_id, subscription.id))?.status === 'delivered');
+    expect(await store.delivery(out.event_id, subscription.id)).toMatchObject({ attempts: 1, last_status: 200 });
   });
 
   it('delivers published events once each, even when the relay hands the same rows off twice (a crash before marking)', async () => {
-    const [sub] = svc.list('u1');
+    const [sub] = await svc.list('u1');
     received.length = 0;
-    const events = Array.from({ length: 20 }, (_, i) => svc.publish('trader.fill', { trader_proxy: '0x' + '12'.repeat(20), size_usdc: 100 + i, tx_hash: `0x${i}` }).event_id);
+    const events: string[] = [];
+    for (let i = 0; i < 20; i++) events.push((await svc.publish('trader.fill', { trader_proxy: '0x' + '12'.repeat(20), size_usdc: 100 + i, tx_hash: `0x${i}` })).event_id);
     await until(() => received.length >= 20);
     // replay the hand-off of the same deliveries, as a relay restarted after a crash would
-    const rows = events.map((e) => store.delivery(e, sub!.id)!);
+    const rows = await Promise.all(events.map(async (e) => (await store.delivery(e, sub!.id))!));
     expect(rows.every((r) => r.status === 'queued' || r.status === 'delivered')).toBe(true);
     await svc.queue!.add(rows.map((r) => ({ event_id: r.event_id, subscription_id: r.subscription_id, type: r.type, body: r.body, prior_attempts: 0 })), 7);
     await new Promise((r) => setTimeout(r, 500));
     expect(received.map((r) => r.headers['x-service-event-id']).sort()).toEqual([...events].sort());
-    await until(() => events.every((e) => store.delivery(e, sub!.id)?.status === 'delivered'));
+    await until(async () => (await Promise.all(events.map((e) => store.delivery(e, sub!.id)))).every((d) => d?.status === 'delivered'));
   });
 
   it('drops jobs of a deleted subscription instead of sending them', async () => {
-    const [sub] = svc.list('u1');
-    expect(svc.remove('u1', sub!.id)).toBe(true);
+    const [sub] = await svc.list('u1');
+    expect(await svc.remove('u1', sub!.id)).toBe(true);
+    expect(await svc.remove('u1', sub!.id)).toBe(false);
     await until(async () => (await redis.hexists(svc.queue!.targetsKey, sub!.id)) === 0);
     received.length = 0;
     await svc.queue!.add([{ event_id: 'evt_late', subscription_id: sub!.id, type: 'trader.fill', body: '{}', prior_attempts: 0 }], 7);
@@ -205,53 +210,53 @@ describe('the service in Redis mode', () => {
 
   it('retries (never drops) a delivery whose subscription the mirror lost while running, and repairs the mirror', async () => {
     const lossPrefix = newPrefix();
-    const lossStore = new WebhookStore(join(dir, `${lossPrefix}.sqlite`));
+    const lossStore = await storeOn(`${lossPrefix}.sqlite`);
     // first retry after 100 ms (the mirror is still missing then), the second after 5 s (the check every 2.5 s has
     // repaired it by then)
-    const lossy = new WebhookService({ store: lossStore, planOf: () => 'pro', allowlist: [`127.0.0.1:${port}`], ca, redis: { connection: redis, prefix: lossPrefix, retryDelaysMs: [100, 5000, 5000, 5000, 5000, 5000], mirrorCheckMs: 2500 } });
+    const lossy = await WebhookService.open({ store: lossStore, planOf: () => 'pro', allowlist: [`127.0.0.1:${port}`], ca, redis: { connection: redis, prefix: lossPrefix, retryDelaysMs: [100, 5000, 5000, 5000, 5000, 5000], mirrorCheckMs: 2500 } });
     await lossy.start();
     const { subscription } = await lossy.create('u1', 'pro', { target_url: target(), event_types: ['trader.fill'] });
     await redis.del(lossy.queue!.targetsKey); // Redis lost it, no write of ours failed
     received.length = 0;
-    const { event_id } = lossy.publish('trader.fill', { trader_proxy: '0x' + '12'.repeat(20), size_usdc: 1, tx_hash: '0xloss' });
-    await until(() => lossStore.delivery(event_id, subscription.id)?.status === 'delivered', 15_000);
-    expect(lossStore.delivery(event_id, subscription.id)!.attempts).toBeGreaterThanOrEqual(2);
+    const { event_id } = await lossy.publish('trader.fill', { trader_proxy: '0x' + '12'.repeat(20), size_usdc: 1, tx_hash: '0xloss' });
+    await until(async () => (await lossStore.delivery(event_id, subscription.id))?.status === 'delivered', 15_000);
+    expect((await lossStore.delivery(event_id, subscription.id))!.attempts).toBeGreaterThanOrEqual(2);
     expect(received.map((r) => r.headers['x-service-event-id'])).toEqual([event_id]);
     expect(await redis.hexists(lossy.queue!.targetsKey, subscription.id)).toBe(1);
     await lossy.stop();
-    lossStore.close();
+    await lossStore.close();
   }, 30_000);
 
   it('answers 503 while Redis is unreachable, keeps events in the outbox, and stops promptly', async () => {
-    const downStore = new WebhookStore(join(dir, 'down.sqlite'));
+    const downStore = await storeOn('down.sqlite');
     const down = new Redis('redis://127.0.0.1:1', { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 500, lazyConnect: true, retryStrategy: () => 200 });
     down.connect().catch(() => {});
-    const svcDown = new WebhookService({ store: downStore, planOf: () => 'pro', allowlist: [`127.0.0.1:${port}`], ca, redis: { connection: down, prefix: newPrefix() } });
+    const svcDown = await WebhookService.open({ store: downStore, planOf: () => 'pro', allowlist: [`127.0.0.1:${port}`], ca, redis: { connection: down, prefix: newPrefix() } });
     const t0 = Date.now();
     await svcDown.start(); // logged, not fatal
     await expect(svcDown.create('u1', 'pro', { target_url: target(), event_types: ['trader.fill'] })).rejects.toMatchObject({ status: 503, code: 'queue_unavailable' });
-    expect(downStore.countFor('u1')).toBe(0);
+    expect(await downStore.countFor('u1')).toBe(0);
     // a subscription made earlier still gets its events into the outbox, where they wait
-    const sub = downStore.create({ user_id: 'u1', target_url: target(), event_types: ['trader.fill'], filter_json: {}, active: true, secret: 'whsec_down' }, Date.now());
-    const svcDown2 = new WebhookService({ store: downStore, planOf: () => 'pro', allowlist: [`127.0.0.1:${port}`], ca, redis: { connection: down, prefix: newPrefix() } });
+    const sub = await downStore.create({ user_id: 'u1', target_url: target(), event_types: ['trader.fill'], filter_json: {}, active: true, secret: 'whsec_down' }, Date.now());
+    const svcDown2 = await WebhookService.open({ store: downStore, planOf: () => 'pro', allowlist: [`127.0.0.1:${port}`], ca, redis: { connection: down, prefix: newPrefix() } });
     await svcDown2.start();
-    const { event_id, enqueued } = svcDown2.publish('trader.fill', { trader_proxy: '0x' + '12'.repeat(20), size_usdc: 1 });
+    const { event_id, enqueued } = await svcDown2.publish('trader.fill', { trader_proxy: '0x' + '12'.repeat(20), size_usdc: 1 });
     expect(enqueued).toBe(1);
     await expect(svcDown2.test('u1', sub.id)).rejects.toMatchObject({ status: 503 });
     await new Promise((r) => setTimeout(r, 300));
-    expect(downStore.delivery(event_id, sub.id)?.status).toBe('pending');
+    expect((await downStore.delivery(event_id, sub.id))?.status).toBe('pending');
     await svcDown.stop();
     await svcDown2.stop();
     expect(Date.now() - t0).toBeLessThan(10_000);
     down.disconnect();
-    downStore.close();
+    await downStore.close();
   }, 30_000);
 
   it('repairs the target mirror when it was lost', async () => {
     const { subscription, secret } = await svc.create('u1', 'pro', { target_url: target(), event_types: ['service.test'] });
     await redis.del(svc.queue!.targetsKey);
     await svc.stop();
-    svc = new WebhookService({ store, planOf: () => 'pro', allowlist: [`127.0.0.1:${port}`], ca, redis: { connection: redis, prefix } });
+    svc = await WebhookService.open({ store, planOf: () => 'pro', allowlist: [`127.0.0.1:${port}`], ca, redis: { connection: redis, prefix } });
     await svc.start();
     expect(JSON.parse((await redis.hget(svc.queue!.targetsKey, subscription.id))!)).toMatchObject({ target_url: target(), secret });
   });
@@ -280,7 +285,7 @@ describe('the service in Redis mode', () => {
     expect(ok.delivered).toBe(true);
     expect(received.map((r) => r.headers['x-service-signature']!.match(/v1=/g)?.length)).toContain(1);
     // status filters: a settled row by its written-back status, an in-flight (queued) one by the queue's record
-    await until(() => store.delivery(ok.event_id, subscription.id)?.status === 'delivered');
+    await until(async () => (await store.delivery(ok.event_id, subscription.id))?.status === 'delivered');
     const byStatus = async (status: 'pending' | 'delivered' | 'exhausted') => (await svc.deliveries('u1', subscription.id, { limit: 10, status })).rows.map((r) => r.event_id);
     expect(await byStatus('delivered')).toEqual([ok.event_id]);
     expect(await byStatus('pending')).toEqual([failedTest.event_id]);
@@ -293,9 +298,9 @@ describe('several workers', () => {
     const { prefix, store, queue, sub } = await queueFixture('u_crash', 'trader.fill', 'whsec_crash');
     const N = 2000;
     const ids = Array.from({ length: N }, (_, i) => `evt_many_${i}`);
-    for (const id of ids) store.enqueue({ id, type: 'trader.fill', body: JSON.stringify({ type: 'trader.fill', data: { id } }) }, [{ id: sub.id, user_id: 'u_crash' }], () => 1e9, Date.now());
+    for (const id of ids) await store.enqueue({ id, type: 'trader.fill', body: JSON.stringify({ type: 'trader.fill', data: { id } }) }, [{ id: sub.id, user_id: 'u_crash' }], () => 1e9, Date.now());
     expect(await new OutboxRelay({ store, queue }).runDue()).toBe(N);
-    expect(store.counts()).toMatchObject({ pending: 0, queued: N });
+    expect(await store.counts()).toMatchObject({ pending: 0, queued: N });
 
     let seed = 7;
     const rnd = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32;
@@ -338,9 +343,9 @@ describe('several workers', () => {
     const counts = await queue.counts();
     // every final outcome reaches its outbox row: nothing stays queued
     await drainOutcomes(prefix, store);
-    const rowCounts = store.counts();
+    const rowCounts = await store.counts();
     await queue.close();
-    store.close();
+    await store.close();
     expect(rowCounts).toMatchObject({ queued: 0, pending: 0, delivered: counts.completed, exhausted: counts.failed });
 
     expect(counts.completed + counts.failed).toBe(N);

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import { PLANS } from '../../core/plans.ts';
 import { duckRunner } from '../../data/runner.ts';
+import { openServiceDb, type SqlDb } from '../../data/sql/db.ts';
 import { WebhookStore } from '../../data/webhook-store.ts';
 import { verifySignature } from '../../jobs/webhooks/signing.ts';
 import { WebhookService } from '../../jobs/webhooks/service.ts';
@@ -32,6 +33,8 @@ let ca: string;
 let received: Received[];
 let clock = new Date('2026-11-01T00:00:00Z');
 let dir: string;
+/** this file's own service database (one connection for every store on it in this process) */
+let serviceDb: SqlDb;
 let store: WebhookStore;
 let svc: WebhookService;
 let t: TestApp;
@@ -44,9 +47,10 @@ beforeAll(async () => {
   ({ received, port, ca } = rx);
   ({ instance, conn } = await openMemoryVenue());
   dir = await mkdtemp(join(tmpdir(), 'webhooks-'));
-  store = new WebhookStore(join(dir, 'webhooks.sqlite'));
+  serviceDb = await openServiceDb(join(dir, 'webhooks.sqlite'));
+  store = await WebhookStore.open(serviceDb);
   const plans = new Map<string, 'free' | 'pro'>();
-  svc = new WebhookService({ store, planOf: (u) => plans.get(u) ?? null, now: () => clock, allowlist: [`127.0.0.1:${port}`], ca });
+  svc = await WebhookService.open({ store, planOf: (u) => plans.get(u) ?? null, now: () => clock, allowlist: [`127.0.0.1:${port}`], ca });
   t = await startApp(duckRunner(conn), { now: () => clock, webhooks: svc });
   const pro = await t.keyFor('pro');
   const free = await t.keyFor('free');
@@ -60,7 +64,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await svc?.worker.stop();
   await t?.close();
-  store?.close();
+  await store?.close();
+  await serviceDb?.close();
   await rx?.close();
   closeMemoryVenue(conn, instance);
   if (dir) await rm(dir, { recursive: true, force: true });
@@ -129,15 +134,15 @@ describe('subscriptions', () => {
     const upd = (await (await api('PUT', `/v1/webhooks/${id}`, proKey, { filter_json: { min_size_usdc: 1000 }, active: true })).json()) as Record<string, unknown>;
     expect(upd.filter_json).toEqual({ min_size_usdc: 1000 });
     received.length = 0;
-    svc.publish('trader.fill', { trader_proxy: '0x' + '12'.repeat(20), size_usdc: 999.99, price: 0.5, token_id: '1', taker_side: 'buy', exchange_version: '2', exchange_kind: 'ctf', tx_hash: '0x1', log_index: '0' });
-    svc.publish('trader.fill', { trader_proxy: '0x' + '12'.repeat(20), size_usdc: 1000, price: 0.5, token_id: '1', taker_side: 'buy', exchange_version: '2', exchange_kind: 'ctf', tx_hash: '0x2', log_index: '0' });
-    svc.publish('market.resolved', { condition_id: '0x' + '0'.repeat(64) }); // not subscribed
+    await svc.publish('trader.fill', { trader_proxy: '0x' + '12'.repeat(20), size_usdc: 999.99, price: 0.5, token_id: '1', taker_side: 'buy', exchange_version: '2', exchange_kind: 'ctf', tx_hash: '0x1', log_index: '0' });
+    await svc.publish('trader.fill', { trader_proxy: '0x' + '12'.repeat(20), size_usdc: 1000, price: 0.5, token_id: '1', taker_side: 'buy', exchange_version: '2', exchange_kind: 'ctf', tx_hash: '0x2', log_index: '0' });
+    expect(await svc.publish('market.resolved', { condition_id: '0x' + '0'.repeat(64) })).toMatchObject({ enqueued: 0 }); // not subscribed
     await svc.worker.runDue();
     expect(received.map((r) => (JSON.parse(r.body) as { data: { tx_hash: string } }).data.tx_hash)).toEqual(['0x2']);
     const inactive = await api('PUT', `/v1/webhooks/${id}`, proKey, { active: false });
     expect(inactive.status).toBe(200);
     received.length = 0;
-    svc.publish('trader.fill', { trader_proxy: '0x' + '12'.repeat(20), size_usdc: 5000, tx_hash: '0x3' });
+    expect(await svc.publish('trader.fill', { trader_proxy: '0x' + '12'.repeat(20), size_usdc: 5000, tx_hash: '0x3' })).toMatchObject({ enqueued: 0 });
     await svc.worker.runDue();
     expect(received).toHaveLength(0);
     expect((await api('PUT', `/v1/webhooks/${id}`, proKey, {})).status).toBe(400);
@@ -191,14 +196,18 @@ describe('secret rotation and the delivery log', () => {
       filter_json TEXT NOT NULL, active INTEGER NOT NULL, secret TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL)`);
     old.prepare(`INSERT INTO webhook_subscriptions VALUES ('wh_aaaaaaaaaaaaaaaa', 'u_old', 'https://example.com/h', '["service.test"]', '{}', 1, 'whsec_old', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`).run();
     old.close();
-    const a = new WebhookStore(path);
-    const b = new WebhookStore(path); // a second opener finds the columns already there
-    expect(a.target('wh_aaaaaaaaaaaaaaaa')).toEqual({ id: 'wh_aaaaaaaaaaaaaaaa', target_url: 'https://example.com/h', secret: 'whsec_old', previous_secret: null, previous_secret_until_ms: null });
-    expect(b.rotateSecret('wh_aaaaaaaaaaaaaaaa', 'u_old', 'whsec_new', 2000, 1000)).toBe(true);
-    expect(a.signingSecrets('wh_aaaaaaaaaaaaaaaa', 1999)).toEqual(['whsec_new', 'whsec_old']);
-    expect(a.signingSecrets('wh_aaaaaaaaaaaaaaaa', 2000)).toEqual(['whsec_new']);
-    a.close();
-    b.close();
+    // one connection for the file in this process; a second store opening it finds the migrations applied
+    const oldDb = await openServiceDb(path);
+    const a = await WebhookStore.open(oldDb);
+    const b = await WebhookStore.open(oldDb);
+    expect((await oldDb.all<{ name: string }>(`SELECT name FROM schema_migrations WHERE store = 'webhooks' ORDER BY name`)).map((r) => r.name)).toEqual(['0001-webhooks', '0002-secret-rotation']);
+    expect(await a.target('wh_aaaaaaaaaaaaaaaa')).toEqual({ id: 'wh_aaaaaaaaaaaaaaaa', target_url: 'https://example.com/h', secret: 'whsec_old', previous_secret: null, previous_secret_until_ms: null });
+    expect(await b.rotateSecret('wh_aaaaaaaaaaaaaaaa', 'u_old', 'whsec_new', 2000, 1000)).toBe(true);
+    expect(await a.signingSecrets('wh_aaaaaaaaaaaaaaaa', 1999)).toEqual(['whsec_new', 'whsec_old']);
+    expect(await a.signingSecrets('wh_aaaaaaaaaaaaaaaa', 2000)).toEqual(['whsec_new']);
+    await a.close();
+    await b.close();
+    await oldDb.close();
   });
 
   it('lists deliveries newest first with cursors, a status filter and the last answer', async () => {
@@ -206,7 +215,7 @@ describe('secret rotation and the delivery log', () => {
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
       rx.answer = () => (i === 2 ? 503 : 200);
-      ids.push(svc.publish('market.resolved', { condition_id: `0x${i}` }).event_id);
+      ids.push((await svc.publish('market.resolved', { condition_id: `0x${i}` })).event_id);
       await svc.worker.runDue();
     }
     rx.answer = () => 200;
@@ -236,7 +245,7 @@ describe('delivery', () => {
     received.length = 0;
     rx.answer = () => 500;
     const start = clock.getTime();
-    const { event_id } = svc.publish('market.resolved', { condition_id: '0x' + 'c'.repeat(64) });
+    const { event_id } = await svc.publish('market.resolved', { condition_id: '0x' + 'c'.repeat(64) });
     const tries: number[] = [];
     // step the clock one second at a time around each due moment: a try happens exactly when due, never before
     await svc.worker.runDue();
@@ -256,7 +265,7 @@ describe('delivery', () => {
     clock = new Date(clock.getTime() + 7 * 24 * 3600_000);
     await svc.worker.runDue();
     expect(received).toHaveLength(7);
-    expect(store.delivery(event_id, created.id)).toMatchObject({ status: 'exhausted', attempts: 7 });
+    expect(await store.delivery(event_id, created.id)).toMatchObject({ status: 'exhausted', attempts: 7 });
     rx.answer = () => 200;
     await api('DELETE', `/v1/webhooks/${created.id}`, proKey);
   });
@@ -264,33 +273,34 @@ describe('delivery', () => {
   it('counts deliveries against the monthly quota', async () => {
     const created = (await (await api('POST', '/v1/webhooks', proKey, { target_url: target(), event_types: ['signal.smart_money'] })).json()) as { id: string };
     const month = clock.toISOString().slice(0, 7);
-    const used = store.used(proUser, month);
+    const used = await store.used(proUser, month);
     // fill the quota up to one event short, directly in the outbox
-    const fill = store.db.prepare(`INSERT INTO webhook_deliveries (event_id, subscription_id, user_id, type, body, next_attempt_ms, status, created_ms, month) VALUES (?, ?, ?, 'x', '{}', 0, 'delivered', 0, ?)`);
-    store.db.transaction(() => {
-      for (let i = used; i < PLANS.pro.webhook_events_per_month - 1; i++) fill.run(`evt_fill_${i}`, created.id, proUser, month);
-      store.addUsage(proUser, month, PLANS.pro.webhook_events_per_month - 1 - used);
-    })();
-    expect(store.used(proUser, month)).toBe(PLANS.pro.webhook_events_per_month - 1);
-    expect(svc.publish('signal.smart_money', { signal_type: 'large_buy', size_usdc: 6000 }).enqueued).toBe(1);
-    expect(svc.publish('signal.smart_money', { signal_type: 'large_buy', size_usdc: 6000 })).toMatchObject({ enqueued: 0, over_quota: 1 });
+    await store.db.tx(async (tx) => {
+      for (let i = used; i < PLANS.pro.webhook_events_per_month - 1; i++)
+        await tx.run(`INSERT INTO webhook_deliveries (event_id, subscription_id, user_id, type, body, next_attempt_ms, status, created_ms, month) VALUES (?, ?, ?, 'x', '{}', 0, 'delivered', 0, ?)`, [`evt_fill_${i}`, created.id, proUser, month]);
+    });
+    await store.addUsage(proUser, month, PLANS.pro.webhook_events_per_month - 1 - used);
+    expect(await store.used(proUser, month)).toBe(PLANS.pro.webhook_events_per_month - 1);
+    expect((await svc.publish('signal.smart_money', { signal_type: 'large_buy', size_usdc: 6000 })).enqueued).toBe(1);
+    expect(await svc.publish('signal.smart_money', { signal_type: 'large_buy', size_usdc: 6000 })).toMatchObject({ enqueued: 0, over_quota: 1 });
     await api('DELETE', `/v1/webhooks/${created.id}`, proKey);
-    store.db.prepare(`DELETE FROM webhook_deliveries WHERE event_id LIKE 'evt_fill_%'`).run();
-    store.addUsage(proUser, month, -(PLANS.pro.webhook_events_per_month - used));
+    await store.db.run(`DELETE FROM webhook_deliveries WHERE event_id LIKE 'evt_fill_%'`);
+    await store.addUsage(proUser, month, -(PLANS.pro.webhook_events_per_month - used));
   });
 
   it('loses no event across thousands while the receiver fails 30% of the time and the worker process is killed mid-run', async () => {
     const path = join(dir, 'crash.sqlite');
-    const crashStore = new WebhookStore(path);
-    const sub = crashStore.create({ user_id: 'u_crash', target_url: target(), event_types: ['trader.fill'], filter_json: {}, active: true, secret: 'whsec_test' }, clock.getTime());
+    // this process's one connection to the file (the worker processes open their own)
+    const crashDb = await openServiceDb(path);
+    const crashStore = await WebhookStore.open(crashDb);
+    const sub = await crashStore.create({ user_id: 'u_crash', target_url: target(), event_types: ['trader.fill'], filter_json: {}, active: true, secret: 'whsec_test' }, clock.getTime());
     const N = 2000;
     const ids: string[] = [];
     for (let i = 0; i < N; i++) {
       const id = `evt_crash_${i}`;
       ids.push(id);
-      crashStore.enqueue({ id, type: 'trader.fill', body: JSON.stringify({ type: 'trader.fill', emitted_at: clock.toISOString(), data: { i } }) }, [{ id: sub.id, user_id: 'u_crash' }], () => 1e9, clock.getTime());
+      await crashStore.enqueue({ id, type: 'trader.fill', body: JSON.stringify({ type: 'trader.fill', emitted_at: clock.toISOString(), data: { i } }) }, [{ id: sub.id, user_id: 'u_crash' }], () => 1e9, clock.getTime());
     }
-    crashStore.close();
     // a seeded 30% failure rate, decided per request
     let seed = 42;
     const rnd = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32;
@@ -318,17 +328,18 @@ describe('delivery', () => {
     await new Promise((r) => first.once('exit', r));
     const second = await startWorker();
     const delivered = () => new Set(received.filter((r) => r.status === 200).map((r) => r.headers['x-service-event-id']));
-    const check = new WebhookStore(path);
+    const check = crashStore;
     const deadline = Date.now() + 120_000;
     while (Date.now() < deadline) {
-      const c = check.counts();
+      const c = await check.counts();
       if (c.pending === 0) break;
       await new Promise((r) => setTimeout(r, 200));
     }
     second.kill('SIGKILL');
     await new Promise((r) => second.once('exit', r));
-    const counts = check.counts();
-    check.close();
+    const counts = await check.counts();
+    await check.close();
+    await crashDb.close();
     rx.answer = () => 200;
     // nothing is pending or unaccounted for: every event was delivered (a 2xx reached the receiver), or the receiver
     // refused all seven tries and the delivery is exhausted — at 30% i.i.d. failure that is expected for

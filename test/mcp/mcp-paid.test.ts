@@ -25,6 +25,7 @@ import type { PaymentRequirements as X402Requirements } from 'x402/types';
 import { fullBuild } from '../../core/analytics/build.ts';
 import { AccountStore } from '../../data/account-store.ts';
 import { PaymentLedger } from '../../data/payment-ledger.ts';
+import { openServiceDb, type SqlDb } from '../../data/sql/db.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { LocalFacilitator } from '../../gateway/facilitator.ts';
 import { startLocalChain, type LocalChain } from '../../gateway/local-chain/chain.ts';
@@ -40,6 +41,7 @@ let chain: LocalChain;
 let v: TestVenue;
 let dir: string;
 let ledger: PaymentLedger;
+let serviceDb: SqlDb;
 let accounts: AccountStore;
 let server: Server;
 let url: string;
@@ -57,8 +59,10 @@ beforeAll(async () => {
   const [m] = await v.rows<{ condition_id: string }>(`SELECT condition_id FROM markets ORDER BY market_id LIMIT 1`);
   conditionId = m!.condition_id;
   dir = await mkdtemp(join(tmpdir(), 'mcp-paid-'));
-  ledger = new PaymentLedger(join(dir, 'service.sqlite'));
-  accounts = await AccountStore.open(join(dir, 'service.sqlite'));
+  // one connection for both stores on the file (data/sql/db.ts)
+  serviceDb = await openServiceDb(join(dir, 'service.sqlite'));
+  ledger = await PaymentLedger.open(serviceDb);
+  accounts = await AccountStore.open(serviceDb);
   const gate = new PaymentGate({
     facilitator: new LocalFacilitator({ rpcUrl: chain.rpcUrl, network: chain.network, privateKey: chain.facilitatorPrivateKey }),
     ledger,
@@ -79,8 +83,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await client?.close();
   await new Promise((r) => (server ? server.close(r) : r(null)));
-  ledger?.close();
-  accounts?.close();
+  await serviceDb?.close();
   await chain?.stop();
   await v?.cleanup();
   if (dir) await rm(dir, { recursive: true, force: true });

@@ -75,7 +75,7 @@ it('walks from anonymous visitor to paying API user', async () => {
   expect(((await refused.json()) as { error: string }).error).toBe('plan_required');
 
   // the operator upgrades the account; the same key now gets the paid routes
-  expect(runAdmin(['set-plan', signer.address, 'pro', '--db', join(t.dir, 'service.sqlite')], {}, () => {})).toBe(0);
+  expect(await runAdmin(['set-plan', signer.address, 'pro', '--db', join(t.dir, 'service.sqlite')], {}, () => {})).toBe(0);
   expect((await get(`/v1/trader/${proxy}/copy-fitness`, bearer)).status).toBe(200);
   expect((await get(`/v1/trader/${proxy}/activity?limit=5`, bearer)).status).toBe(200);
   expect((await get('/v1/rankings/preset/top-pnl?extra_metrics=volume&limit=2', bearer)).status).toBe(200);

@@ -16,6 +16,7 @@ import { fullBuild } from '../../core/analytics/build.ts';
 import { PaymentLedger } from '../../data/payment-ledger.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { SnapshotStore } from '../../data/snapshot-store.ts';
+import { openServiceDb, type SqlDb } from '../../data/sql/db.ts';
 import { gatewayRouters } from '../../gateway/app.ts';
 import { LocalFacilitator } from '../../gateway/facilitator.ts';
 import { startLocalChain, type LocalChain } from '../../gateway/local-chain/chain.ts';
@@ -41,6 +42,7 @@ let chain: LocalChain;
 let payDir: string;
 let ledger: PaymentLedger;
 let snapshots: SnapshotStore;
+let payDb: SqlDb;
 const payTo = privateKeyToAccount(generatePrivateKey()).address;
 const timings: Record<string, number> = {};
 
@@ -52,8 +54,10 @@ beforeAll(async () => {
   // a webhook receiver of the person's own, on loopback HTTPS (allowed past the SSRF guard for this test)
   receiver = await startHttpsReceiver();
   payDir = mkdtempSync(join(tmpdir(), 'web-pay-'));
-  ledger = new PaymentLedger(join(payDir, 'ledger.sqlite'));
-  snapshots = new SnapshotStore(join(payDir, 'snapshots.sqlite'));
+  // the agent tier's stores on one connection to their own file (the app's stores share the app's)
+  payDb = await openServiceDb(join(payDir, 'gateway.sqlite'));
+  ledger = await PaymentLedger.open(payDb);
+  snapshots = await SnapshotStore.open(payDb);
   const facilitator = new LocalFacilitator({ rpcUrl: chain.rpcUrl, network: chain.network, privateKey: chain.facilitatorPrivateKey });
   const gate = new PaymentGate({ facilitator, ledger, terms: { network: { ...NETWORKS['base-sepolia']!, usdc: chain.usdc }, payTo } });
   const { agent, info } = gatewayRouters({ db, gate, now: () => AS_OF, origin: () => app.origin, snapshots, tidKey: 'web-test-tid-key-0123456789abcdef', facilitator: `local (${chain.rpcUrl})` });
@@ -73,8 +77,7 @@ afterAll(async () => {
   await browser?.close();
   await app?.close();
   await receiver?.close();
-  ledger?.close();
-  snapshots?.close();
+  await payDb?.close();
   if (payDir) rmSync(payDir, { recursive: true, force: true });
   await chain?.stop();
   v?.conn.closeSync();
