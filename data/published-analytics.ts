@@ -7,7 +7,8 @@
  * one committed version into `<dir>/v<version>.duckdb` (COPY FROM DATABASE into a new file, checkpointed, then
  * renamed into place), then points `<dir>/CURRENT.json` at it (written aside and renamed: readers see the old
  * pointer or the new one, never half of one). Older files are removed once they are neither current nor among the
- * newest `keep`, and older than `graceMs` (a replica may still be reading one).
+ * newest `keep`, and older than `graceMs` (default two minutes: a replica switches within seconds, and a request's
+ * snapshot lasts at most 30 s).
  *
  * Replica side, `PublishedAnalytics`: opens the current file read-only behind a `SwitchingRunner`, polls the pointer,
  * and on a new version opens the new file and switches: requests that started on the old file finish on it (each
@@ -83,7 +84,7 @@ export async function publishAnalytics(instance: DuckDBInstance, dir: string, op
       const aside = join(dir, `${CURRENT_FILE}.${process.pid}.tmp`);
       await writeFile(aside, JSON.stringify(pointer));
       await rename(aside, join(dir, CURRENT_FILE));
-      await prune(dir, pointer.file, opts.keep ?? 3, opts.graceMs ?? 10 * 60_000, now().getTime());
+      await prune(dir, pointer.file, opts.keep ?? 3, opts.graceMs ?? 2 * 60_000, now().getTime());
       return pointer;
     } catch (e) {
       await conn.run(`DETACH DATABASE IF EXISTS publishing`).catch(() => {});
@@ -220,7 +221,20 @@ export class PublishedAnalytics extends EventEmitter<{ switched: [PublishedPoint
   private async openEntry(pointer: PublishedPointer): Promise<Entry> {
     const path = join(this.dir, pointer.file);
     if (!existsSync(path)) throw new Error(`published file ${path} is missing`);
-    const { instance, conn } = await openDuckDB({ path, readOnly: true, threads: this.opts.threads });
+    // The builder's DuckDB lets go of a file it detached once its transactions that began while the file was
+    // attached have ended (an analytics refresh: a second or so), so a replica quick to the pointer can find it still
+    // locked: it tries again for a while before it keeps serving the file it has.
+    let opened: Awaited<ReturnType<typeof openDuckDB>> | undefined;
+    const deadline = Date.now() + 15_000;
+    for (let wait = 50; !opened; wait = Math.min(wait * 2, 1000)) {
+      try {
+        opened = await openDuckDB({ path, readOnly: true, threads: this.opts.threads });
+      } catch (e) {
+        if (!/Could not set lock/i.test((e as Error).message) || Date.now() > deadline) throw e;
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
+    const { instance, conn } = opened;
     conn.closeSync();
     return { version: pointer.version, instance, runner: snapshotRunner(instance, { size: this.opts.poolSize }), inflight: 0, retired: false };
   }

@@ -7,7 +7,7 @@
  * Both bodies name the process's role and the analytics version it serves.
  */
 import express from 'express';
-import { ApiError } from './errors.ts';
+import { ApiError, assignTraceId, errorHandler, notFound } from './errors.ts';
 
 export interface HealthCheck {
   name: string;
@@ -55,4 +55,18 @@ export function healthRouter(deps: HealthDeps): express.Router {
     res.json({ status: 'ready', role: deps.role, version: deps.version?.() ?? null, checks: deps.checks.map((c) => c.name) });
   });
   return r;
+}
+
+/**
+ * The whole HTTP surface of a process that serves no API (the analytics builder, a delivery worker): the health
+ * endpoints, and the error object for anything else.
+ */
+export function healthOnlyApp(deps: HealthDeps): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.use(assignTraceId);
+  app.use(healthRouter(deps));
+  app.use(notFound);
+  app.use(errorHandler);
+  return app;
 }
