@@ -7,8 +7,8 @@
  * (even from two replicas on one database) can never both succeed.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { isUniqueViolation, openServiceDb, type SqlDb } from './sql/db.ts';
-import { migrate, type Migration } from './sql/migrate.ts';
+import { isUniqueViolation, type SqlDb } from './sql/db.ts';
+import { openMigrated, type Migration } from './sql/migrate.ts';
 import { PlanId, type PlanId as PlanIdT } from '../core/plans.ts';
 import type { AccountDirectory, FoundingStatus, ProxyClaim } from '../web-api/directory.ts';
 
@@ -171,9 +171,8 @@ export class AccountStore implements AccountDirectory {
 
   /** The store on `target`: an open service database (shared with the other stores), or a SQLite path / PostgreSQL URL it opens and owns. */
   static async open(target: SqlDb | string): Promise<AccountStore> {
-    const db = typeof target === 'string' ? await openServiceDb(target) : target;
-    await migrate(db, 'accounts', ACCOUNT_MIGRATIONS);
-    const store = new AccountStore(db, typeof target === 'string');
+    const { db, owned } = await openMigrated(target, 'accounts', ACCOUNT_MIGRATIONS);
+    const store = new AccountStore(db, owned);
     await store.refreshPlans();
     return store;
   }

@@ -15,8 +15,8 @@
  * is final: a trigger refuses any update of it, in either engine. The ledger syncs fully at every commit (SQLite
  * synchronous = FULL, data/sql/db.ts's default; PostgreSQL commits are durable).
  */
-import { openServiceDb, type SqlDb } from './sql/db.ts';
-import { migrate, type Migration } from './sql/migrate.ts';
+import type { SqlDb } from './sql/db.ts';
+import { openMigrated, refuseChanges, type Migration } from './sql/migrate.ts';
 
 export type PaymentStatus = 'reserved' | 'settled' | 'released' | 'failed' | 'uncertain' | 'expired';
 
@@ -69,16 +69,7 @@ export const PAYMENT_MIGRATIONS: readonly Migration[] = [
         payer TEXT NOT NULL, pay_to TEXT NOT NULL, amount TEXT NOT NULL, nonce TEXT NOT NULL, valid_before BIGINT NOT NULL,
         status TEXT NOT NULL, reserved_at TEXT NOT NULL, updated_at TEXT NOT NULL, tx_hash TEXT, receipt_json TEXT, error TEXT);
       CREATE INDEX IF NOT EXISTS x402_payments_status ON x402_payments(status);`);
-      if (db.dialect === 'sqlite') {
-        await db.exec(`CREATE TRIGGER IF NOT EXISTS x402_settled_final BEFORE UPDATE ON x402_payments WHEN OLD.status = 'settled'
-          BEGIN SELECT RAISE(ABORT, 'a settled payment is final'); END;`);
-      } else {
-        await db.exec(`CREATE OR REPLACE FUNCTION x402_settled_final() RETURNS trigger LANGUAGE plpgsql AS $$
-          BEGIN RAISE EXCEPTION 'a settled payment is final'; END $$;
-        DROP TRIGGER IF EXISTS x402_settled_final ON x402_payments;
-        CREATE TRIGGER x402_settled_final BEFORE UPDATE ON x402_payments FOR EACH ROW WHEN (OLD.status = 'settled')
-          EXECUTE FUNCTION x402_settled_final();`);
-      }
+      await refuseChanges(db, { name: 'x402_settled_final', table: 'x402_payments', ops: ['UPDATE'], when: "OLD.status = 'settled'", message: 'a settled payment is final' });
     },
   },
 ];
@@ -91,14 +82,8 @@ export class PaymentLedger {
 
   /** The ledger on `target`: an open service database (shared with the other stores), or a SQLite path / PostgreSQL URL it opens and owns. */
   static async open(target: SqlDb | string): Promise<PaymentLedger> {
-    const db = typeof target === 'string' ? await openServiceDb(target) : target;
-    try {
-      await migrate(db, 'x402_payments', PAYMENT_MIGRATIONS);
-    } catch (e) {
-      if (typeof target === 'string') await db.close();
-      throw e;
-    }
-    return new PaymentLedger(db, typeof target === 'string');
+    const { db, owned } = await openMigrated(target, 'x402_payments', PAYMENT_MIGRATIONS);
+    return new PaymentLedger(db, owned);
   }
 
   async close(): Promise<void> {

@@ -8,8 +8,8 @@
  * first shipped: migration 0002 adds them to an older database (checking which columns it has, under the
  * migrations' lock so two processes opening the same old file do not both try); existing rows get the defaults.
  */
-import { openServiceDb, type SqlDb } from './sql/db.ts';
-import { migrate, type Migration } from './sql/migrate.ts';
+import type { SqlDb } from './sql/db.ts';
+import { openMigrated, type Migration } from './sql/migrate.ts';
 
 /**
  * The live event types a browser push subscription may ask for. trader.fill is not one of them: the live tail
@@ -85,9 +85,8 @@ export class PushStore {
 
   /** The store on `target`: an open service database (shared with the other stores), or a SQLite path / PostgreSQL URL it opens and owns. */
   static async open(target: SqlDb | string): Promise<PushStore> {
-    const db = typeof target === 'string' ? await openServiceDb(target) : target;
-    await migrate(db, 'push', PUSH_MIGRATIONS);
-    return new PushStore(db, typeof target === 'string');
+    const { db, owned } = await openMigrated(target, 'push', PUSH_MIGRATIONS);
+    return new PushStore(db, owned);
   }
 
   async close(): Promise<void> {

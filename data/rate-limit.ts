@@ -7,8 +7,8 @@
  * check is `count <= limit`. Windows are aligned (per minute, per calendar month), which makes every instance agree
  * on them without coordination.
  */
-import { openServiceDb, type SqlDb } from './sql/db.ts';
-import { migrate, type Migration } from './sql/migrate.ts';
+import type { SqlDb } from './sql/db.ts';
+import { openMigrated, type Migration } from './sql/migrate.ts';
 import type { Redis } from 'ioredis';
 
 export interface RateStore {
@@ -46,14 +46,8 @@ export class SqlRateStore implements RateStore {
 
   /** The store on `target`: an open service database (shared with the other stores), or a SQLite path / PostgreSQL URL it opens and owns. */
   static async open(target: SqlDb | string): Promise<SqlRateStore> {
-    const db = typeof target === 'string' ? await openServiceDb(target) : target;
-    try {
-      await migrate(db, 'rate_counters', RATE_MIGRATIONS);
-    } catch (e) {
-      if (typeof target === 'string') await db.close();
-      throw e;
-    }
-    return new SqlRateStore(db, typeof target === 'string');
+    const { db, owned } = await openMigrated(target, 'rate_counters', RATE_MIGRATIONS);
+    return new SqlRateStore(db, owned);
   }
 
   async hit(key: string, windowStartMs: number, windowEndMs: number): Promise<number> {

@@ -24,8 +24,8 @@
  */
 import { winnerLabelSql } from '../core/outcomes.ts';
 import { randomBytes } from 'node:crypto';
-import { openServiceDb, type SqlDb, type SqlValue } from './sql/db.ts';
-import { migrate, type Migration } from './sql/migrate.ts';
+import type { SqlDb, SqlValue } from './sql/db.ts';
+import { openMigrated, refuseChanges, type Migration } from './sql/migrate.ts';
 import type { QueryRunner } from '../core/query.ts';
 
 /** One resolution as the feed serves it: the spec's market.resolved data fields plus the feed's own. */
@@ -100,21 +100,7 @@ export const RESOLUTION_FEED_MIGRATIONS: readonly Migration[] = [
           question_id TEXT NOT NULL, title TEXT NOT NULL, slug TEXT NOT NULL, category TEXT NOT NULL,
           market_kind TEXT NOT NULL, winner_outcome TEXT, winner_index INTEGER NOT NULL, outcome_slot_count INTEGER NOT NULL,
           resolved_time TEXT NOT NULL, tx_hash TEXT NOT NULL, recorded_at TEXT NOT NULL);`);
-      if (db.dialect === 'sqlite') {
-        await db.exec(`CREATE TRIGGER IF NOT EXISTS resolution_feed_no_update BEFORE UPDATE ON resolution_feed
-            BEGIN SELECT RAISE(ABORT, 'the resolution feed is insert-only'); END;
-          CREATE TRIGGER IF NOT EXISTS resolution_feed_no_delete BEFORE DELETE ON resolution_feed
-            BEGIN SELECT RAISE(ABORT, 'the resolution feed is insert-only'); END;`);
-      } else {
-        await db.exec(`CREATE OR REPLACE FUNCTION resolution_feed_insert_only() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN RAISE EXCEPTION 'the resolution feed is insert-only'; END $$;
-          DROP TRIGGER IF EXISTS resolution_feed_no_update ON resolution_feed;
-          CREATE TRIGGER resolution_feed_no_update BEFORE UPDATE ON resolution_feed FOR EACH ROW EXECUTE FUNCTION resolution_feed_insert_only();
-          DROP TRIGGER IF EXISTS resolution_feed_no_delete ON resolution_feed;
-          CREATE TRIGGER resolution_feed_no_delete BEFORE DELETE ON resolution_feed FOR EACH ROW EXECUTE FUNCTION resolution_feed_insert_only();
-          DROP TRIGGER IF EXISTS resolution_feed_no_truncate ON resolution_feed;
-          CREATE TRIGGER resolution_feed_no_truncate BEFORE TRUNCATE ON resolution_feed FOR EACH STATEMENT EXECUTE FUNCTION resolution_feed_insert_only();`);
-      }
+      await refuseChanges(db, { name: 'resolution_feed_no', table: 'resolution_feed', ops: ['UPDATE', 'DELETE'], message: 'the resolution feed is insert-only', truncate: true });
     },
   },
 ];
@@ -143,17 +129,16 @@ export class ResolutionFeed {
 
   /** The feed on `target`: an open service database (shared with the other stores), or a SQLite path / PostgreSQL URL it opens and owns. */
   static async open(target: SqlDb | string, opts: { now?: () => Date } = {}): Promise<ResolutionFeed> {
-    const db = typeof target === 'string' ? await openServiceDb(target) : target;
+    const { db, owned } = await openMigrated(target, 'resolution_feed', RESOLUTION_FEED_MIGRATIONS);
     try {
-      await migrate(db, 'resolution_feed', RESOLUTION_FEED_MIGRATIONS);
       // the first replica to get here names the feed; the others read its name
       await db.run(`INSERT INTO resolution_feed_meta (key, value) VALUES ('feed_id', ?) ON CONFLICT (key) DO NOTHING`, [randomBytes(8).toString('hex')]);
       const feedId = (await db.get<{ value: string }>(`SELECT value FROM resolution_feed_meta WHERE key = 'feed_id'`))!.value;
-      const feed = new ResolutionFeed(db, typeof target === 'string', feedId, opts);
+      const feed = new ResolutionFeed(db, owned, feedId, opts);
       for (const r of await db.all<{ condition_id: string }>(`SELECT condition_id FROM resolution_feed`)) feed.known.add(r.condition_id);
       return feed;
     } catch (e) {
-      if (typeof target === 'string') await db.close();
+      if (owned) await db.close();
       throw e;
     }
   }

@@ -6,8 +6,8 @@
  * decides who writes (a concurrent writer waits for the first to commit, then finds it); triggers refuse updates.
  */
 import { createHash } from 'node:crypto';
-import { openServiceDb, type SqlDb, type SqlValue } from './sql/db.ts';
-import { migrate, type Migration } from './sql/migrate.ts';
+import type { SqlDb, SqlValue } from './sql/db.ts';
+import { openMigrated, refuseChanges, type Migration } from './sql/migrate.ts';
 import type { SnapshotRow } from '../core/rankings.ts';
 
 export interface StoredSnapshot {
@@ -37,19 +37,8 @@ export const SNAPSHOT_MIGRATIONS: readonly Migration[] = [
         CREATE TABLE IF NOT EXISTS preset_snapshot_rows (
           preset TEXT NOT NULL, day TEXT NOT NULL, rank INTEGER NOT NULL, key TEXT NOT NULL, composite TEXT NOT NULL,
           PRIMARY KEY (preset, day, rank));`);
-      if (db.dialect === 'sqlite') {
-        await db.exec(`CREATE TRIGGER IF NOT EXISTS snapshot_rows_immutable BEFORE UPDATE ON preset_snapshot_rows
-            BEGIN SELECT RAISE(ABORT, 'snapshots are immutable'); END;
-          CREATE TRIGGER IF NOT EXISTS snapshots_immutable BEFORE UPDATE ON preset_snapshots
-            BEGIN SELECT RAISE(ABORT, 'snapshots are immutable'); END;`);
-      } else {
-        await db.exec(`CREATE OR REPLACE FUNCTION snapshots_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN RAISE EXCEPTION 'snapshots are immutable'; END $$;
-          DROP TRIGGER IF EXISTS snapshot_rows_immutable ON preset_snapshot_rows;
-          CREATE TRIGGER snapshot_rows_immutable BEFORE UPDATE ON preset_snapshot_rows FOR EACH ROW EXECUTE FUNCTION snapshots_immutable();
-          DROP TRIGGER IF EXISTS snapshots_immutable ON preset_snapshots;
-          CREATE TRIGGER snapshots_immutable BEFORE UPDATE ON preset_snapshots FOR EACH ROW EXECUTE FUNCTION snapshots_immutable();`);
-      }
+      await refuseChanges(db, { name: 'snapshot_rows_immutable', table: 'preset_snapshot_rows', ops: ['UPDATE'], message: 'snapshots are immutable' });
+      await refuseChanges(db, { name: 'snapshots_immutable', table: 'preset_snapshots', ops: ['UPDATE'], message: 'snapshots are immutable' });
     },
   },
 ];
@@ -67,14 +56,8 @@ export class SnapshotStore {
 
   /** The store on `target`: an open service database (shared with the other stores), or a SQLite path / PostgreSQL URL it opens and owns. */
   static async open(target: SqlDb | string): Promise<SnapshotStore> {
-    const db = typeof target === 'string' ? await openServiceDb(target) : target;
-    try {
-      await migrate(db, 'preset_snapshots', SNAPSHOT_MIGRATIONS);
-    } catch (e) {
-      if (typeof target === 'string') await db.close();
-      throw e;
-    }
-    return new SnapshotStore(db, typeof target === 'string');
+    const { db, owned } = await openMigrated(target, 'preset_snapshots', SNAPSHOT_MIGRATIONS);
+    return new SnapshotStore(db, owned);
   }
 
   /** Write a day's snapshot unless it exists; returns the stored one and whether the offered rows matched it. */

@@ -13,8 +13,8 @@
  * (enqueue, and live pushes through reserveUsage), so a quota is never overrun, whichever replica counts.
  */
 import { randomBytes } from 'node:crypto';
-import { openServiceDb, type SqlDb, type SqlValue } from './sql/db.ts';
-import { migrate, type Migration } from './sql/migrate.ts';
+import type { SqlDb, SqlValue } from './sql/db.ts';
+import { openMigrated, type Migration } from './sql/migrate.ts';
 
 /**
  * pending: in the outbox, to be tried here (SQLite worker) or handed to the Redis queue (relay).
@@ -174,9 +174,8 @@ export class WebhookStore {
 
   /** The store on `target`: an open service database (shared with the other stores), or a SQLite path / PostgreSQL URL it opens and owns. */
   static async open(target: SqlDb | string): Promise<WebhookStore> {
-    const db = typeof target === 'string' ? await openServiceDb(target) : target;
-    await migrate(db, 'webhooks', WEBHOOK_MIGRATIONS);
-    return new WebhookStore(db, typeof target === 'string');
+    const { db, owned } = await openMigrated(target, 'webhooks', WEBHOOK_MIGRATIONS);
+    return new WebhookStore(db, owned);
   }
 
   async close(): Promise<void> {

@@ -8,7 +8,7 @@
  * transaction).
  */
 import { Umzug, type UmzugStorage } from 'umzug';
-import type { SqlDb } from './db.ts';
+import { openServiceDb, type SqlDb } from './db.ts';
 
 export interface Migration {
   name: string;
@@ -42,4 +42,47 @@ export async function migrate(db: SqlDb, store: string, migrations: readonly Mig
     },
     { lock: 'schema_migrations' },
   );
+}
+
+/**
+ * A store's database, migrated: `target` itself when it is an open database (shared with the process's other
+ * stores; its owner closes it), or one opened from a SQLite path or PostgreSQL URL (`owned`: the store closes it,
+ * and it is closed again at once when the migration fails).
+ */
+export async function openMigrated(target: SqlDb | string, store: string, migrations: readonly Migration[]): Promise<{ db: SqlDb; owned: boolean }> {
+  const owned = typeof target === 'string';
+  const db = owned ? await openServiceDb(target) : target;
+  try {
+    await migrate(db, store, migrations);
+  } catch (e) {
+    if (owned) await db.close();
+    throw e;
+  }
+  return { db, owned };
+}
+
+/**
+ * Triggers refusing `ops` on `table` with `message`, in either engine (SQLite: RAISE(ABORT); PostgreSQL: one plpgsql
+ * function per trigger name), so a store's invariant holds whatever SQL reaches the table. `when` (over OLD) limits
+ * the refusal to some rows; `truncate` refuses TRUNCATE too (PostgreSQL has it; SQLite's DELETE trigger covers it).
+ */
+export async function refuseChanges(db: SqlDb, opts: { name: string; table: string; ops: readonly ('UPDATE' | 'DELETE')[]; message: string; when?: string; truncate?: boolean }): Promise<void> {
+  const { name, table, message } = opts;
+  const quoted = message.replaceAll("'", "''");
+  if (db.dialect === 'sqlite') {
+    for (const op of opts.ops) {
+      await db.exec(`CREATE TRIGGER IF NOT EXISTS ${name}_${op.toLowerCase()} BEFORE ${op} ON ${table}${opts.when ? ` WHEN ${opts.when}` : ''}
+        BEGIN SELECT RAISE(ABORT, '${quoted}'); END;`);
+    }
+    return;
+  }
+  await db.exec(`CREATE OR REPLACE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION '${quoted}'; END $$;`);
+  for (const op of opts.ops) {
+    await db.exec(`DROP TRIGGER IF EXISTS ${name}_${op.toLowerCase()} ON ${table};
+      CREATE TRIGGER ${name}_${op.toLowerCase()} BEFORE ${op} ON ${table} FOR EACH ROW${opts.when ? ` WHEN (${opts.when})` : ''} EXECUTE FUNCTION ${name}();`);
+  }
+  if (opts.truncate) {
+    await db.exec(`DROP TRIGGER IF EXISTS ${name}_truncate ON ${table};
+      CREATE TRIGGER ${name}_truncate BEFORE TRUNCATE ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION ${name}();`);
+  }
 }

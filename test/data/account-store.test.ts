@@ -5,45 +5,14 @@
  * concurrent sign-up by one email makes one user; the active-key limit holds under concurrent mints; a plan set on A
  * reaches B's quota lookup on its reload; migrations apply once, also when two replicas open the database together.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACCOUNT_MIGRATIONS, AccountError, AccountStore, MAX_ACTIVE_KEYS, NONCE_TTL_MS } from '../../data/account-store.ts';
-import { openServiceDb, type SqlDb } from '../../data/sql/db.ts';
-import { freshPostgres, type TestPostgres } from '../helpers/postgres.ts';
+import type { SqlDb } from '../../data/sql/db.ts';
+import { SERVICE_ENGINES, replicas, type ServiceEngine } from '../helpers/service-engines.ts';
 
-interface Engine {
-  name: string;
-  setup(): Promise<string>;
-  teardown(): Promise<void>;
-}
-
-let dir = '';
-let pgDb: TestPostgres | undefined;
-const engines: Engine[] = [
-  {
-    name: 'SQLite',
-    setup: async () => {
-      dir = await mkdtemp(join(tmpdir(), 'accounts-'));
-      return join(dir, 'service.sqlite');
-    },
-    teardown: async () => {
-      await rm(dir, { recursive: true, force: true });
-    },
-  },
-  {
-    name: 'PostgreSQL',
-    setup: async () => {
-      pgDb = await freshPostgres('sa_accounts');
-      return pgDb.url;
-    },
-    teardown: async () => pgDb?.drop(),
-  },
-];
-
-describe.each(engines)('the account store on $name', (engine) => {
-  let target: string;
+describe.each(SERVICE_ENGINES)('the account store on $name', (engine) => {
+  let db: Awaited<ReturnType<ServiceEngine['fresh']>>;
+  let two: Awaited<ReturnType<typeof replicas>>;
   let dbA: SqlDb;
   let dbB: SqlDb;
   let A: AccountStore;
@@ -51,21 +20,17 @@ describe.each(engines)('the account store on $name', (engine) => {
   const now = Date.UTC(2026, 10, 26, 12);
 
   beforeAll(async () => {
-    target = await engine.setup();
-    // PostgreSQL: two pools, as two replicas have. SQLite: replicas are processes on one file, and a process has one
-    // connection for all its stores (a second connection in the same process would wait on the first's lock while
-    // blocking the event loop the first needs to finish), so both stores share it here and the file's locking is
-    // what separates processes
-    dbA = await openServiceDb(target);
-    dbB = engine.name === 'SQLite' ? dbA : await openServiceDb(target);
+    db = await engine.fresh('accounts');
+    // two pools on PostgreSQL; one connection on SQLite (test/helpers/service-engines.ts says why)
+    two = await replicas(engine, db.target);
+    ({ a: dbA, b: dbB } = two);
     // two replicas open (and migrate) the database at the same moment
     [A, B] = await Promise.all([AccountStore.open(dbA), AccountStore.open(dbB)]);
   }, 60_000);
 
   afterAll(async () => {
-    await dbA?.close();
-    if (dbB !== dbA) await dbB?.close();
-    await engine.teardown();
+    await two?.close();
+    await db?.drop();
   });
 
   it('applies each migration once, also when two replicas open the database together', async () => {

@@ -7,45 +7,15 @@
  * (delivered, failed, released, handed off, settled from the queue) and pruning in batches; push subscriptions are
  * one row per endpoint across replicas, and the VAPID-style getOrCreate gives both replicas the same value.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PUSH_MIGRATIONS, PushStore } from '../../data/push-store.ts';
-import { openServiceDb, type SqlDb } from '../../data/sql/db.ts';
+import type { SqlDb } from '../../data/sql/db.ts';
 import { usageMonth, WEBHOOK_MIGRATIONS, WebhookStore, type DeliveryRow } from '../../data/webhook-store.ts';
-import { freshPostgres, type TestPostgres } from '../helpers/postgres.ts';
+import { SERVICE_ENGINES, replicas, type ServiceEngine } from '../helpers/service-engines.ts';
 
-interface Engine {
-  name: string;
-  setup(): Promise<string>;
-  teardown(): Promise<void>;
-}
-
-let dir = '';
-let pgDb: TestPostgres | undefined;
-const engines: Engine[] = [
-  {
-    name: 'SQLite',
-    setup: async () => {
-      dir = await mkdtemp(join(tmpdir(), 'webhook-store-'));
-      return join(dir, 'service.sqlite');
-    },
-    teardown: async () => {
-      await rm(dir, { recursive: true, force: true });
-    },
-  },
-  {
-    name: 'PostgreSQL',
-    setup: async () => {
-      pgDb = await freshPostgres('sa_webhooks');
-      return pgDb.url;
-    },
-    teardown: async () => pgDb?.drop(),
-  },
-];
-
-describe.each(engines)('the webhook and push stores on $name', (engine) => {
+describe.each(SERVICE_ENGINES)('the webhook and push stores on $name', (engine) => {
+  let db: Awaited<ReturnType<ServiceEngine['fresh']>>;
+  let two: Awaited<ReturnType<typeof replicas>>;
   let dbA: SqlDb;
   let dbB: SqlDb;
   let A: WebhookStore;
@@ -70,19 +40,17 @@ describe.each(engines)('the webhook and push stores on $name', (engine) => {
   const rowsOf = async (userId: string) => Number((await dbA.get<{ n: number }>(`SELECT count(*) AS n FROM webhook_deliveries WHERE user_id = ?`, [userId]))!.n);
 
   beforeAll(async () => {
-    const target = await engine.setup();
-    // PostgreSQL: two pools, as two replicas have. SQLite: one connection per process for all its stores (a second
-    // one in the same process would wait on the first's lock while blocking the event loop the first needs)
-    dbA = await openServiceDb(target);
-    dbB = engine.name === 'SQLite' ? dbA : await openServiceDb(target);
+    db = await engine.fresh('webhooks');
+    // two pools on PostgreSQL; one connection on SQLite (test/helpers/service-engines.ts says why)
+    two = await replicas(engine, db.target);
+    ({ a: dbA, b: dbB } = two);
     // two replicas open (and migrate) the database at the same moment
     [A, B, PA, PB] = await Promise.all([WebhookStore.open(dbA), WebhookStore.open(dbB), PushStore.open(dbA), PushStore.open(dbB)]);
   }, 60_000);
 
   afterAll(async () => {
-    await dbA?.close();
-    if (dbB !== dbA) await dbB?.close();
-    await engine.teardown();
+    await two?.close();
+    await db?.drop();
   });
 
   it('applies each migration once, also when two replicas open the database together', async () => {

@@ -7,11 +7,10 @@
  * both; a stream client on B sees the builder's fills; a new analytics version reaches both replicas; webhook
  * events produced while replica A is SIGKILLed are all delivered, signed.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { Server } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import express from 'express';
@@ -29,6 +28,7 @@ import { SIGNATURE_HEADER, verifySignature } from '../../jobs/webhooks/signing.t
 import { runAdmin } from '../../scripts/admin.ts';
 import { startHttpsReceiver, type HttpsReceiver } from '../helpers/https-receiver.ts';
 import { freshPostgres, type TestPostgres } from '../helpers/postgres.ts';
+import { freePort, startRole, type RoleProcess } from '../helpers/roles.ts';
 import { connectStream } from '../helpers/stream-server.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -44,45 +44,10 @@ let builder: Proc;
 let common: Record<string, string>;
 const payTo = privateKeyToAccount(generatePrivateKey()).address;
 
-interface Proc {
-  base: string;
-  child: ChildProcess;
-  log: () => string;
-}
+type Proc = RoleProcess;
 
-const freePort = () =>
-  new Promise<number>((ok) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => ok(p));
-    });
-  });
-
-/** main.ts in a role, on its own port; resolves once its log shows `ready`. */
-async function start(role: string, env: Record<string, string>, ready: RegExp, port?: number): Promise<Proc> {
-  port ??= await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'main.ts', '--role', role], {
-    env: { ...process.env, ...common, PORT: String(port), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let out = '';
-  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-  await new Promise<void>((ok, fail) => {
-    const t = setInterval(() => {
-      if (ready.test(out)) {
-        clearInterval(t);
-        ok();
-      }
-    }, 100);
-    child.once('exit', (code) => {
-      clearInterval(t);
-      fail(new Error(`${role} exited (${code}):\n${out.slice(-4000)}`));
-    });
-  });
-  return { base: `http://127.0.0.1:${port}`, child, log: () => out };
-}
+/** main.ts in a role, on its own port (the replicas share the common environment). */
+const start = (role: string, env: Record<string, string>, port?: number) => startRole(role, { ...common, ...env }, { port, children });
 
 const until = async <T>(f: () => Promise<T | undefined | false>, ms: number, what: string): Promise<T> => {
   const end = Date.now() + ms;
@@ -131,9 +96,9 @@ beforeAll(async () => {
     WEBHOOK_DEV_CA: join(dir, 'receiver-ca.pem'),
     NODE_ENV: 'test',
   };
-  builder = await start('builder', { X402_MODE: 'off', LIVE_TAIL_RATE: '10', ANALYTICS_REFRESH_MS: '500', PUBLISH_EVERY_MS: '1000' }, /Role builder: health at/);
+  builder = await start('builder', { X402_MODE: 'off', LIVE_TAIL_RATE: '10', ANALYTICS_REFRESH_MS: '500', PUBLISH_EVERY_MS: '1000' });
   const api = { X402_MODE: 'remote', X402_FACILITATOR_URL: `http://127.0.0.1:${fport}`, X402_NETWORK: chain.network, X402_PAY_TO: payTo, X402_ASSET: chain.usdc, DRAIN_MS: '0' };
-  [A, B] = await Promise.all([start('api', api, /API: http/, portA), start('api', api, /API: http/)]);
+  [A, B] = await Promise.all([start('api', api, portA), start('api', api)]);
 }, 600_000);
 
 afterAll(async () => {
