@@ -105,7 +105,7 @@ const Env = z.object({
   /** postgres://… puts the service state (accounts, payments, webhooks, …) in PostgreSQL; default: SQLite next to the venue */
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'DATABASE_URL must be a postgres:// URL').optional(),
   REDIS_URL: z.string().optional(),
-  /** Redis key prefix of the webhook delivery queue (share it with `npm run webhooks:worker`) */
+  /** the deployment's Redis key prefix: the webhook delivery queue (share it with `npm run webhooks:worker`), rate counters, the fill channel */
   WEBHOOK_QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/).default('service'),
   /** express "trust proxy": a hop count (1), true/false, or addresses/subnets (loopback, 10.0.0.0/8) */
   TRUST_PROXY: z
@@ -292,7 +292,8 @@ else if (!builds || env.LIVE_TAIL === 'on') {
   let rates: RateStore;
   if (env.REDIS_URL) {
     const { Redis } = await import('ioredis');
-    rates = new RedisRateStore(new Redis(env.REDIS_URL, { maxRetriesPerRequest: 2 }));
+    // under the deployment's prefix: several deployments (or test runs) can share one Redis
+    rates = new RedisRateStore(new Redis(env.REDIS_URL, { maxRetriesPerRequest: 2 }), `${env.WEBHOOK_QUEUE_PREFIX}:rl:`);
   } else rates = await SqlRateStore.open(serviceDb);
   // the live fill stream between processes: the producer publishes, every process serving the stream subscribes
   const bus = await fillBusFromEnv();
@@ -632,6 +633,8 @@ async function runWorker(): Promise<void> {
   if (env.REDIS_URL) {
     const { Redis } = await import('ioredis');
     queueRedis = new Redis(env.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 5000 });
+    const r = queueRedis;
+    await Promise.race([new Promise((ok) => r.once('ready', ok)), new Promise((ok) => setTimeout(ok, 3000))]);
   }
   const webhooks = await WebhookService.open({
     store,

@@ -27,7 +27,6 @@ import { openServiceDb } from '../data/sql/db.ts';
 import { LocalFacilitator } from '../gateway/facilitator.ts';
 import { facilitatorRouter } from '../gateway/facilitator-server.ts';
 import { startLocalChain } from '../gateway/local-chain/chain.ts';
-import { runAdmin } from '../scripts/admin.ts';
 import { freshPostgres } from '../test/helpers/postgres.ts';
 import { freePort, startRole, type RoleProcess } from '../test/helpers/roles.ts';
 
@@ -110,17 +109,16 @@ if (parts.has('serve') || parts.has('publish')) {
     console.log(`\nstarting the builder (${common.DEMO_WALLETS} wallets, ${common.DEMO_DAYS} days) ...`);
     const builder = await startRole('builder', { ...common, X402_MODE: 'off', LIVE_TAIL_RATE: '68', PUBLISH_EVERY_MS: '5000' }, { children });
     const replicas: RoleProcess[] = [await startRole('api', apiEnv, { children })];
-    // Desk keys: 1,000 requests a minute each, so the load is never refused by a rate limit
+    // Desk keys, 1,000 requests a minute each, so the load is never refused by a rate limit (made in the shared
+    // database directly: sign-ups from one address are rate-limited)
     const keys: string[] = [];
+    const accounts = await AccountStore.open(pg.url);
     for (let i = 0; i < 60; i++) {
-      const email = `bench${i}@example.com`;
-      const started = (await (await fetch(`${replicas[0]!.base}/v1/auth/magic/start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email }) })).json()) as { dev_link: string };
-      const cb = await fetch(started.dev_link.replace(/^http:\/\/[^/]+/, replicas[0]!.base), { redirect: 'manual' });
-      const sid = cb.headers.get('set-cookie')!.split(';')[0]!;
-      await runAdmin(['set-plan', email, 'desk'], { DATABASE_URL: pg.url }, () => {});
-      const k = (await (await fetch(`${replicas[0]!.base}/v1/api-keys`, { method: 'POST', headers: { cookie: sid, 'content-type': 'application/json' }, body: JSON.stringify({ label: 'bench' }) })).json()) as { key: string };
-      keys.push(k.key);
+      const u = await accounts.userForEmail(`bench${i}@example.com`, Date.now());
+      await accounts.setPlan(u.user_id, 'desk', Date.now(), 'bench');
+      keys.push((await accounts.mintApiKey(u.user_id, 'bench', Date.now())).key);
     }
+    await accounts.close();
     const payer = (await chain.newPayer(1_000_000_000n)).account;
 
     /** closed loop: `conc` workers, each sending one request after another for `secs`, round-robin over replicas */

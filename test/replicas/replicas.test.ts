@@ -4,8 +4,8 @@
  * analytics files, x402 settled by one facilitator on a local chain. Checked from outside, over HTTP and WebSocket:
  * a session made on A works on B and logout-all on B ends it on A; a magic token or SIWE nonce used on A is refused
  * on B; the same X-PAYMENT sent to A and B at once is settled once and served once; a rate limit counts across
- * both; a stream client on B sees the builder's fills; a new analytics version reaches both replicas; webhook
- * events produced while replica A is SIGKILLed are all delivered, signed.
+ * both; a stream client on B sees the builder's fills; a new analytics version reaches both replicas; a replica
+ * drains on SIGTERM; webhook events produced while replica A is SIGKILLed are all delivered, signed.
  */
 import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -226,6 +226,26 @@ describe('two API replicas and one builder', () => {
     const lag = Math.max(...served) - Date.parse(next.published_at);
     console.log(`publish -> both replicas serving: ${lag} ms (copy ${next.copy_seconds.toFixed(2)} s, ${(next.bytes / 2 ** 20).toFixed(1)} MB)`);
     expect(lag).toBeLessThan(15_000);
+  });
+
+  it('a replica drains on SIGTERM: not ready at once, requests in flight finish, then it exits cleanly', async () => {
+    const C = await start('api', { X402_MODE: 'off', DRAIN_MS: '1500' });
+    expect((await fetch(`${C.base}/readyz`)).status).toBe(200);
+    const exited = new Promise<number | null>((ok) => C.child.once('exit', (code) => ok(code)));
+    // a request in flight when the signal arrives (a board read) still gets its answer
+    const inflight = fetch(`${C.base}/v1/public/leaderboard?limit=25`);
+    C.child.kill('SIGTERM');
+    const t0 = Date.now();
+    const ready = await until(async () => {
+      const r = await fetch(`${C.base}/readyz`);
+      return r.status === 503 ? ((await r.json()) as { error: string; reason: string }) : undefined;
+    }, 1000, 'readyz 503 while draining');
+    expect(ready).toMatchObject({ error: 'not_ready' });
+    expect(ready.reason).toMatch(/draining/);
+    expect((await fetch(`${C.base}/healthz`)).status).toBe(200);
+    expect((await inflight).status).toBe(200);
+    expect(await exited).toBe(0);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(1000);
   });
 
   it('webhook events produced while replica A is SIGKILLed are all delivered, signed', async () => {
