@@ -30,6 +30,7 @@ import { snapshotRunner } from './data/snapshot-runner.ts';
 import { PublishedAnalytics, publishAnalytics, type PublishedPointer } from './data/published-analytics.ts';
 import { LocalFillBus, RedisFillBus, type FillBus } from './jobs/fill-bus.ts';
 import { healthOnlyApp, type HealthCheck } from './web-api/health.ts';
+import { RedisSharedCache } from './data/shared-cache.ts';
 import { RankerCache } from './jobs/analytics/rankers.ts';
 import { ensureWalletLinks } from './core/rankings.ts';
 import { SnapshotStore } from './data/snapshot-store.ts';
@@ -426,10 +427,13 @@ else if (!builds || env.LIVE_TAIL === 'on') {
     },
   };
   const health = { role, checks: [analyticsCheck], draining: () => draining, version: () => (published ? published.db.version() : engine.published()?.version ?? null) };
+  // the response caches' shared level: one replica's computation serves the others until it expires
+  const sharedCache = serves && env.REDIS_URL ? new RedisSharedCache(new (await import('ioredis')).Redis(env.REDIS_URL, { maxRetriesPerRequest: 1, commandTimeout: 1000 }), `${env.WEBHOOK_QUEUE_PREFIX}:cache:`) : undefined;
   const api = !serves
     ? healthOnlyApp({ ...health, checks: [{ name: 'service_db', check: async () => void (await serviceDb.get('SELECT 1 AS one')) }, analyticsCheck] })
     : createApp({
     health,
+    sharedCache,
     webhooks,
     push,
     mounts: [...(gateway?.mounts ?? []), { path: '/mcp', router: mcp }],

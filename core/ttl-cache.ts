@@ -1,6 +1,18 @@
 /**
+ * A second level shared by several processes (API replicas: Redis, data/shared-cache.ts): values as JSON text, each
+ * kept for a time to live. A failing shared level must never fail a request: callers treat errors as misses.
+ */
+export interface SharedCache {
+  get(key: string): Promise<string | undefined>;
+  set(key: string, json: string, ttlMs: number): Promise<void>;
+}
+
+/**
  * A small time-to-live cache (preset rankings are cached 60 s). Keys are canonical JSON of every parameter, so two
- * requests share an entry only when every parameter agrees; the clock is injected so tests control time.
+ * requests share an entry only when every parameter agrees; the clock is injected so tests control time. With a
+ * shared level, a miss here is looked up there before it is computed, and a computed value is offered to it: one
+ * replica's computation serves the others (a value read from the shared level lives here for the rest of the TTL at
+ * most once more: entries are JSON values, as the routes send them).
  */
 export class TtlCache<V> {
   private readonly entries = new Map<string, { value: V; expires: number }>();
@@ -11,6 +23,7 @@ export class TtlCache<V> {
     readonly ttlMs: number,
     private readonly now: () => number = Date.now,
     readonly maxEntries = 1000,
+    private readonly shared?: SharedCache,
   ) {}
 
   get(key: string): V | undefined {
@@ -37,12 +50,22 @@ export class TtlCache<V> {
     if (hit !== undefined) return { value: hit, hit: true };
     const running = this.pending.get(key);
     if (running) return { value: await running, hit: true };
-    const p = compute();
+    let fromShared = false;
+    const p = (async () => {
+      const remote = this.shared ? await this.shared.get(key).catch(() => undefined) : undefined;
+      if (remote !== undefined) {
+        fromShared = true;
+        return JSON.parse(remote) as V;
+      }
+      const value = await compute();
+      if (this.shared) void this.shared.set(key, JSON.stringify(value), this.ttlMs).catch(() => {});
+      return value;
+    })();
     this.pending.set(key, p);
     try {
       const value = await p;
       this.set(key, value);
-      return { value, hit: false };
+      return { value, hit: fromShared };
     } finally {
       this.pending.delete(key);
     }

@@ -21,7 +21,7 @@ import {
   presetRanking,
   type RankingResponse,
 } from '../core/rankings.ts';
-import { TtlCache, cacheKey } from '../core/ttl-cache.ts';
+import { TtlCache, cacheKey, type SharedCache } from '../core/ttl-cache.ts';
 import type { AccountStore } from '../data/account-store.ts';
 import type { RateStore } from '../data/rate-limit.ts';
 import type { ResolutionFeed } from '../data/resolution-feed.ts';
@@ -64,6 +64,8 @@ export interface AppDeps {
   now?: () => Date;
   /** the venue's clock, for "as of now" analytics (the demo venue runs behind the wall clock); default: now */
   venueNow?: () => Date;
+  /** the response caches' level shared by API replicas (Redis), under their own keys */
+  sharedCache?: SharedCache;
   /** preset ranking cache TTL (the spec's 60 s) */
   presetCacheMs?: number;
   /** secret (>= 16 bytes) keying the opaque trader ids (tid) of the public namespace; keep it stable across restarts */
@@ -159,7 +161,7 @@ const Slug = z.string().max(64);
 export function createApp(deps: AppDeps): Express {
   const now = deps.now ?? (() => new Date());
   const venueNow = deps.venueNow ?? now;
-  const cache = new TtlCache<RankingResponse>(deps.presetCacheMs ?? 60_000, () => now().getTime());
+  const cache = new TtlCache<RankingResponse>(deps.presetCacheMs ?? 60_000, () => now().getTime(), 1000, deps.sharedCache);
   const limiter = new RateLimiter(deps.rates, now, deps.rateRules);
   const authDeps: AuthDeps = { store: deps.accounts, db: deps.db, mailer: deps.mailer ?? devMailer(), limiter, config: deps.auth, now };
   const app = express();
@@ -186,7 +188,7 @@ export function createApp(deps: AppDeps): Express {
   });
 
   // the public namespace: no credential, its own per-IP limit
-  app.use('/v1/public', limiter.perIp('publicIp'), publicRouter({ db: deps.db, now: venueNow, wallNow: now, tidKey: deps.tidKey, tids: deps.tids, directory: deps.accounts }));
+  app.use('/v1/public', limiter.perIp('publicIp'), publicRouter({ db: deps.db, now: venueNow, wallNow: now, tidKey: deps.tidKey, tids: deps.tids, directory: deps.accounts, sharedCache: deps.sharedCache }));
 
   for (const m of deps.mounts ?? []) app.use(m.path, limiter.perIp('agentIp'), m.router);
 

@@ -59,7 +59,7 @@ import {
 import type { QueryRunner } from '../core/query.ts';
 import { TOP_ROI_RULE } from '../core/trader/index.ts';
 import type { AccountDirectory } from './directory.ts';
-import { TtlCache } from '../core/ttl-cache.ts';
+import { TtlCache, type SharedCache } from '../core/ttl-cache.ts';
 import { ApiError } from './errors.ts';
 
 export interface PublicDeps {
@@ -74,6 +74,8 @@ export interface PublicDeps {
   serverCache?: boolean;
   /** wall clock for the server-side cache (default Date.now) */
   wallNow?: () => Date;
+  /** the server-side cache's level shared by API replicas */
+  sharedCache?: SharedCache;
 }
 
 /** Cache-Control max-age per route, seconds (docs/api-public.md). */
@@ -141,7 +143,7 @@ export function publicRouter(deps: PublicDeps): Router {
   const cached = (seconds: number) => {
     if (deps.serverCache === false) return undefined;
     let c = caches.get(seconds);
-    if (!c) caches.set(seconds, (c = new TtlCache<unknown>(seconds * 1000, () => (deps.wallNow ?? (() => new Date()))().getTime(), 2000)));
+    if (!c) caches.set(seconds, (c = new TtlCache<unknown>(seconds * 1000, () => (deps.wallNow ?? (() => new Date()))().getTime(), 2000, deps.sharedCache)));
     return c;
   };
 

@@ -4,7 +4,7 @@
  * analytics files, x402 settled by one facilitator on a local chain. Checked from outside, over HTTP and WebSocket:
  * a session made on A works on B and logout-all on B ends it on A; a magic token or SIWE nonce used on A is refused
  * on B; the same X-PAYMENT sent to A and B at once is settled once and served once; a rate limit counts across
- * both; a stream client on B sees the builder's fills; a new analytics version reaches both replicas; a replica
+ * both; a heavy public answer computed on A is a cache hit on B; a stream client on B sees the builder's fills; a new analytics version reaches both replicas; a replica
  * drains on SIGTERM; webhook events produced while replica A is SIGKILLed are all delivered, signed.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -14,6 +14,7 @@ import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import express from 'express';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import { createSiweMessage } from 'viem/siwe';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
@@ -226,6 +227,24 @@ describe('two API replicas and one builder', () => {
     const lag = Math.max(...served) - Date.parse(next.published_at);
     console.log(`publish -> both replicas serving: ${lag} ms (copy ${next.copy_seconds.toFixed(2)} s, ${(next.bytes / 2 ** 20).toFixed(1)} MB)`);
     expect(lag).toBeLessThan(15_000);
+  });
+
+  it('a heavy public answer computed on A is served from the shared cache on B', async () => {
+    const path = `/v1/public/trades/top-roi`;
+    const a = await fetch(`${A.base}${path}`);
+    expect(a.status).toBe(200);
+    expect(a.headers.get('x-cache')).toBe('miss');
+    const body = await a.json();
+    // once A's answer is in Redis, B's first request for it is a hit (B never computed it)
+    const redis = new Redis(REDIS_URL);
+    try {
+      await until(async () => (await redis.keys(`${common.WEBHOOK_QUEUE_PREFIX}:cache:*top-roi*`)).length > 0, 5000, 'the answer in Redis');
+    } finally {
+      redis.disconnect();
+    }
+    const b = await fetch(`${B.base}${path}`);
+    expect(b.headers.get('x-cache')).toBe('hit');
+    expect(await b.json()).toEqual(body);
   });
 
   it('a replica drains on SIGTERM: not ready at once, requests in flight finish, then it exits cleanly', async () => {
