@@ -370,22 +370,7 @@ else if (!builds || env.LIVE_TAIL === 'on') {
     resourceUrl: (k) => `${originUrl.origin}/mcp#tool=${k}`,
   });
   const webhookStore = await WebhookStore.open(serviceDb);
-  // with REDIS_URL, deliveries go through the Redis queue (BullMQ): more workers can join with `npm run webhooks:worker`
-  let queueRedis: import('ioredis').Redis | undefined;
-  if (env.REDIS_URL) {
-    const { Redis } = await import('ioredis');
-    // fail fast while Redis is down (requests answer 503, rows wait in the outbox); blocking work gets duplicates
-    queueRedis = new Redis(env.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 5000 });
-    const r = queueRedis;
-    await Promise.race([new Promise((ok) => r.once('ready', ok)), new Promise((ok) => setTimeout(ok, 3000))]);
-  }
-  const webhooks = await WebhookService.open({
-    store: webhookStore,
-    planOf: (u) => accounts.planOf(u),
-    log: (m) => console.log(`  ${m}`),
-    ...(queueRedis ? { redis: { connection: queueRedis, prefix: env.WEBHOOK_QUEUE_PREFIX } } : {}),
-    ...(devTargets ? { allowlist: devTargets.allowlist, ca: devTargets.ca } : {}),
-  });
+  const { webhooks, queueRedis } = await openWebhooks(webhookStore, accounts);
   if (devTargets) console.log(`  webhooks: ${devTargets.describe}`);
   // settled outbox rows are kept 30 days (monthly usage is counted separately and stays); pruned in small batches
   // with the event loop free in between, so deliveries and requests go on
@@ -617,6 +602,29 @@ else if (!builds || env.LIVE_TAIL === 'on') {
   instance.closeSync();
 }
 
+/**
+ * The webhook service on the store: with REDIS_URL, deliveries go through the Redis queue (BullMQ; more workers can
+ * join with `npm run webhooks:worker` or `--role worker`), else the outbox worker.
+ */
+async function openWebhooks(store: WebhookStore, accounts: AccountStore): Promise<{ webhooks: WebhookService; queueRedis?: import('ioredis').Redis }> {
+  let queueRedis: import('ioredis').Redis | undefined;
+  if (env.REDIS_URL) {
+    const { Redis } = await import('ioredis');
+    // fail fast while Redis is down (requests answer 503, rows wait in the outbox); blocking work gets duplicates
+    queueRedis = new Redis(env.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 5000 });
+    const r = queueRedis;
+    await Promise.race([new Promise((ok) => r.once('ready', ok)), new Promise((ok) => setTimeout(ok, 3000))]);
+  }
+  const webhooks = await WebhookService.open({
+    store,
+    planOf: (u) => accounts.planOf(u),
+    log,
+    ...(queueRedis ? { redis: { connection: queueRedis, prefix: env.WEBHOOK_QUEUE_PREFIX } } : {}),
+    ...(devTargets ? { allowlist: devTargets.allowlist, ca: devTargets.ca } : {}),
+  });
+  return { webhooks, queueRedis };
+}
+
 /** The fill bus: Redis pub/sub with REDIS_URL (replicas share it), else in-process. */
 async function fillBusFromEnv(): Promise<FillBus> {
   if (!env.REDIS_URL) return new LocalFillBus();
@@ -633,20 +641,7 @@ async function runWorker(): Promise<void> {
   const serviceDb = await openServiceDb(env.DATABASE_URL ?? join(root, 'service.sqlite'));
   const accounts = await AccountStore.open(serviceDb);
   const store = await WebhookStore.open(serviceDb);
-  let queueRedis: import('ioredis').Redis | undefined;
-  if (env.REDIS_URL) {
-    const { Redis } = await import('ioredis');
-    queueRedis = new Redis(env.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 5000 });
-    const r = queueRedis;
-    await Promise.race([new Promise((ok) => r.once('ready', ok)), new Promise((ok) => setTimeout(ok, 3000))]);
-  }
-  const webhooks = await WebhookService.open({
-    store,
-    planOf: (u) => accounts.planOf(u),
-    log,
-    ...(queueRedis ? { redis: { connection: queueRedis, prefix: env.WEBHOOK_QUEUE_PREFIX } } : {}),
-    ...(devTargets ? { allowlist: devTargets.allowlist, ca: devTargets.ca } : {}),
-  });
+  const { webhooks, queueRedis } = await openWebhooks(store, accounts);
   await webhooks.start();
   const plansReload = setInterval(() => void accounts.refreshPlans().catch(() => {}), 10_000);
   let draining = false;
