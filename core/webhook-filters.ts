@@ -410,6 +410,13 @@ export class SubscriptionIndex {
     return this.byId.has(id);
   }
 
+  /** Remove every subscription whose id is not in `live` (a reload from the store); returns the ids removed. */
+  retainOnly(live: ReadonlySet<string>): string[] {
+    const gone = [...this.byId.keys()].filter((id) => !live.has(id));
+    for (const id of gone) this.remove(id);
+    return gone;
+  }
+
   /** Ids of the active subscriptions to `eventType` whose filter matches `data`, sorted. */
   match(eventType: string, data: Readonly<Record<string, unknown>>): string[] {
     this.lastCandidates = 0;

@@ -8,7 +8,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { isUniqueViolation, type SqlDb } from './sql/db.ts';
-import { openMigrated, type Migration } from './sql/migrate.ts';
+import { ServiceStore, openMigrated, type Migration } from './sql/migrate.ts';
 import { PlanId, type PlanId as PlanIdT } from '../core/plans.ts';
 import type { AccountDirectory, FoundingStatus, ProxyClaim } from '../web-api/directory.ts';
 
@@ -160,14 +160,9 @@ export const ACCOUNT_MIGRATIONS: readonly Migration[] = [
   },
 ];
 
-export class AccountStore implements AccountDirectory {
+export class AccountStore extends ServiceStore implements AccountDirectory {
   /** paid plans by user (planOf's synchronous answer); refreshPlans reloads it, setPlan and anonymize keep it */
   private paidPlans = new Map<string, PlanIdT>();
-
-  private constructor(
-    readonly db: SqlDb,
-    private readonly owned: boolean,
-  ) {}
 
   /** The store on `target`: an open service database (shared with the other stores), or a SQLite path / PostgreSQL URL it opens and owns. */
   static async open(target: SqlDb | string): Promise<AccountStore> {
@@ -190,10 +185,6 @@ export class AccountStore implements AccountDirectory {
   async refreshPlans(): Promise<void> {
     const rows = await this.db.all<{ user_id: string; plan: PlanIdT }>(`SELECT user_id, plan FROM users WHERE deleted_at IS NULL AND plan <> 'free'`);
     this.paidPlans = new Map(rows.map((r) => [r.user_id, r.plan]));
-  }
-
-  async close(): Promise<void> {
-    if (this.owned) await this.db.close();
   }
 
   // -------------------------------------------------------------------------------------------------------------

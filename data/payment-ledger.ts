@@ -16,7 +16,7 @@
  * synchronous = FULL, data/sql/db.ts's default; PostgreSQL commits are durable).
  */
 import type { SqlDb } from './sql/db.ts';
-import { openMigrated, refuseChanges, type Migration } from './sql/migrate.ts';
+import { ServiceStore, openMigrated, refuseChanges, type Migration } from './sql/migrate.ts';
 
 export type PaymentStatus = 'reserved' | 'settled' | 'released' | 'failed' | 'uncertain' | 'expired';
 
@@ -74,20 +74,11 @@ export const PAYMENT_MIGRATIONS: readonly Migration[] = [
   },
 ];
 
-export class PaymentLedger {
-  private constructor(
-    readonly db: SqlDb,
-    private readonly owned: boolean,
-  ) {}
-
+export class PaymentLedger extends ServiceStore {
   /** The ledger on `target`: an open service database (shared with the other stores), or a SQLite path / PostgreSQL URL it opens and owns. */
   static async open(target: SqlDb | string): Promise<PaymentLedger> {
     const { db, owned } = await openMigrated(target, 'x402_payments', PAYMENT_MIGRATIONS);
     return new PaymentLedger(db, owned);
-  }
-
-  async close(): Promise<void> {
-    if (this.owned) await this.db.close();
   }
 
   /**
@@ -119,44 +110,35 @@ export class PaymentLedger {
   }
 
   /** The settlement landed: the row is final. False when the reservation was not (or no longer) held. */
-  async settle(key: string, receipt: { transaction: string }, nowMs: number): Promise<boolean> {
-    const r = await this.db.run(`UPDATE x402_payments SET status = 'settled', tx_hash = ?, receipt_json = ?, updated_at = ? WHERE payment_key = ? AND status = 'reserved'`, [
-      receipt.transaction,
-      JSON.stringify(receipt),
-      iso(nowMs),
-      key,
-    ]);
-    return r.changes === 1;
+  settle(key: string, receipt: { transaction: string }, nowMs: number): Promise<boolean> {
+    return this.endReservation(key, 'settled', { tx_hash: receipt.transaction, receipt_json: JSON.stringify(receipt) }, nowMs);
   }
 
   /** The handler failed before settlement: nothing was charged. False when the reservation was not held. */
-  async release(key: string, error: string, nowMs: number): Promise<boolean> {
-    const r = await this.db.run(`UPDATE x402_payments SET status = 'released', error = ?, updated_at = ? WHERE payment_key = ? AND status = 'reserved'`, [error.slice(0, 500), iso(nowMs), key]);
-    return r.changes === 1;
+  release(key: string, error: string, nowMs: number): Promise<boolean> {
+    return this.endReservation(key, 'released', { error: error.slice(0, 500) }, nowMs);
   }
 
   /** Settlement failed: nothing was charged; the receipt records why. False when the reservation was not held. */
-  async fail(key: string, receipt: unknown, error: string, nowMs: number): Promise<boolean> {
-    const r = await this.db.run(`UPDATE x402_payments SET status = 'failed', receipt_json = ?, error = ?, updated_at = ? WHERE payment_key = ? AND status = 'reserved'`, [
-      JSON.stringify(receipt),
-      error.slice(0, 500),
-      iso(nowMs),
-      key,
-    ]);
-    return r.changes === 1;
+  fail(key: string, receipt: unknown, error: string, nowMs: number): Promise<boolean> {
+    return this.endReservation(key, 'failed', { receipt_json: JSON.stringify(receipt), error: error.slice(0, 500) }, nowMs);
   }
 
   /**
    * The facilitator could not say whether the settlement landed (timeout, transport error): the authorization is
    * never reused, and the row waits for reconciliation against the chain. False when the reservation was not held.
    */
-  async markUncertain(key: string, receipt: unknown, error: string, nowMs: number): Promise<boolean> {
-    const r = await this.db.run(`UPDATE x402_payments SET status = 'uncertain', receipt_json = ?, error = ?, updated_at = ? WHERE payment_key = ? AND status = 'reserved'`, [
-      JSON.stringify(receipt),
-      error.slice(0, 500),
-      iso(nowMs),
-      key,
-    ]);
+  markUncertain(key: string, receipt: unknown, error: string, nowMs: number): Promise<boolean> {
+    return this.endReservation(key, 'uncertain', { receipt_json: JSON.stringify(receipt), error: error.slice(0, 500) }, nowMs);
+  }
+
+  /** A held reservation's outcome, with its columns, by one conditional UPDATE; false when it was not held. */
+  private async endReservation(key: string, status: PaymentStatus, cols: Partial<Record<'tx_hash' | 'receipt_json' | 'error', string>>, nowMs: number): Promise<boolean> {
+    const names = Object.keys(cols);
+    const r = await this.db.run(
+      `UPDATE x402_payments SET status = ?, ${names.map((n) => `${n} = ?`).join(', ')}, updated_at = ? WHERE payment_key = ? AND status = 'reserved'`,
+      [status, ...Object.values(cols), iso(nowMs), key],
+    );
     return r.changes === 1;
   }
 

@@ -9,7 +9,7 @@
  * migrations' lock so two processes opening the same old file do not both try); existing rows get the defaults.
  */
 import type { SqlDb } from './sql/db.ts';
-import { openMigrated, type Migration } from './sql/migrate.ts';
+import { ServiceStore, openMigrated, type Migration } from './sql/migrate.ts';
 
 /**
  * The live event types a browser push subscription may ask for. trader.fill is not one of them: the live tail
@@ -77,20 +77,11 @@ export const PUSH_MIGRATIONS: readonly Migration[] = [
   },
 ];
 
-export class PushStore {
-  private constructor(
-    readonly db: SqlDb,
-    private readonly owned: boolean,
-  ) {}
-
+export class PushStore extends ServiceStore {
   /** The store on `target`: an open service database (shared with the other stores), or a SQLite path / PostgreSQL URL it opens and owns. */
   static async open(target: SqlDb | string): Promise<PushStore> {
     const { db, owned } = await openMigrated(target, 'push', PUSH_MIGRATIONS);
     return new PushStore(db, owned);
-  }
-
-  async close(): Promise<void> {
-    if (this.owned) await this.db.close();
   }
 
   /** The stored value, or the one `make` produces, stored first (one writer wins; everyone reads the winner). */

@@ -8,7 +8,7 @@
  * on them without coordination.
  */
 import type { SqlDb } from './sql/db.ts';
-import { openMigrated, type Migration } from './sql/migrate.ts';
+import { ServiceStore, openMigrated, type Migration } from './sql/migrate.ts';
 import type { Redis } from 'ioredis';
 
 export interface RateStore {
@@ -36,13 +36,8 @@ export const RATE_MIGRATIONS: readonly Migration[] = [
  * Counters in the service database: one upsert per hit (INSERT … ON CONFLICT DO UPDATE … RETURNING), atomic in
  * either engine, so concurrent hits from any number of replicas each get their own count.
  */
-export class SqlRateStore implements RateStore {
+export class SqlRateStore extends ServiceStore implements RateStore {
   private hits = 0;
-
-  private constructor(
-    readonly db: SqlDb,
-    private readonly owned: boolean,
-  ) {}
 
   /** The store on `target`: an open service database (shared with the other stores), or a SQLite path / PostgreSQL URL it opens and owns. */
   static async open(target: SqlDb | string): Promise<SqlRateStore> {
@@ -64,10 +59,6 @@ export class SqlRateStore implements RateStore {
   async peek(key: string, windowStartMs: number): Promise<number> {
     const r = await this.db.get<{ count: number }>(`SELECT count FROM rate_counters WHERE key = ? AND window_start = ?`, [key, windowStartMs]);
     return r ? Number(r.count) : 0;
-  }
-
-  async close(): Promise<void> {
-    if (this.owned) await this.db.close();
   }
 }
 

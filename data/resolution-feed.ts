@@ -25,7 +25,7 @@
 import { winnerLabelSql } from '../core/outcomes.ts';
 import { randomBytes } from 'node:crypto';
 import type { SqlDb, SqlValue } from './sql/db.ts';
-import { openMigrated, refuseChanges, type Migration } from './sql/migrate.ts';
+import { ServiceStore, openMigrated, refuseChanges, type Migration } from './sql/migrate.ts';
 import type { QueryRunner } from '../core/query.ts';
 
 /** One resolution as the feed serves it: the spec's market.resolved data fields plus the feed's own. */
@@ -110,7 +110,7 @@ const ROWS_PER_INSERT = 500;
 /** The columns a sync inserts, in order. */
 const INSERT_COLUMNS = 'seq, market_id, condition_id, question_id, title, slug, category, market_kind, winner_outcome, winner_index, outcome_slot_count, resolved_time, tx_hash, recorded_at';
 
-export class ResolutionFeed {
+export class ResolutionFeed extends ServiceStore {
   private readonly now: () => Date;
   private readonly known = new Set<string>();
   private lastFingerprint: string | null = null;
@@ -119,11 +119,12 @@ export class ResolutionFeed {
   private queued: Promise<FeedSyncResult> | null = null;
 
   private constructor(
-    readonly db: SqlDb,
-    private readonly owned: boolean,
+    db: SqlDb,
+    owned: boolean,
     readonly feedId: string,
     opts: { now?: () => Date },
   ) {
+    super(db, owned);
     this.now = opts.now ?? (() => new Date());
   }
 
@@ -287,10 +288,6 @@ export class ResolutionFeed {
     this.lastFingerprint = fingerprint;
     this.lastPending = pending;
     return { inserted, pending, total: await this.size(), skipped: false };
-  }
-
-  async close(): Promise<void> {
-    if (this.owned) await this.db.close();
   }
 }
 

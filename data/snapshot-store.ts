@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { SqlDb, SqlValue } from './sql/db.ts';
-import { openMigrated, refuseChanges, type Migration } from './sql/migrate.ts';
+import { ServiceStore, openMigrated, refuseChanges, type Migration } from './sql/migrate.ts';
 import type { SnapshotRow } from '../core/rankings.ts';
 
 export interface StoredSnapshot {
@@ -48,12 +48,7 @@ const ROWS_PER_INSERT = 100;
 
 type HeadRow = { preset: string; day: string; as_of: string; computed_at: string; top_k: number; sha256: string };
 
-export class SnapshotStore {
-  private constructor(
-    readonly db: SqlDb,
-    private readonly owned: boolean,
-  ) {}
-
+export class SnapshotStore extends ServiceStore {
   /** The store on `target`: an open service database (shared with the other stores), or a SQLite path / PostgreSQL URL it opens and owns. */
   static async open(target: SqlDb | string): Promise<SnapshotStore> {
     const { db, owned } = await openMigrated(target, 'preset_snapshots', SNAPSHOT_MIGRATIONS);
@@ -109,9 +104,5 @@ export class SnapshotStore {
 
   async days(preset: string): Promise<string[]> {
     return (await this.db.all<{ day: string }>(`SELECT day FROM preset_snapshots WHERE preset = ? ORDER BY day`, [preset])).map((r) => r.day);
-  }
-
-  async close(): Promise<void> {
-    if (this.owned) await this.db.close();
   }
 }

@@ -14,7 +14,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { SqlDb, SqlValue } from './sql/db.ts';
-import { openMigrated, type Migration } from './sql/migrate.ts';
+import { ServiceStore, openMigrated, type Migration } from './sql/migrate.ts';
 
 /**
  * pending: in the outbox, to be tried here (SQLite worker) or handed to the Redis queue (relay).
@@ -166,20 +166,11 @@ const USAGE_LOCK = 'webhook_usage';
 /** ids per statement in the batch updates (well under either engine's parameter limit) */
 const ID_CHUNK = 500;
 
-export class WebhookStore {
-  private constructor(
-    readonly db: SqlDb,
-    private readonly owned: boolean,
-  ) {}
-
+export class WebhookStore extends ServiceStore {
   /** The store on `target`: an open service database (shared with the other stores), or a SQLite path / PostgreSQL URL it opens and owns. */
   static async open(target: SqlDb | string): Promise<WebhookStore> {
     const { db, owned } = await openMigrated(target, 'webhooks', WEBHOOK_MIGRATIONS);
     return new WebhookStore(db, owned);
-  }
-
-  async close(): Promise<void> {
-    if (this.owned) await this.db.close();
   }
 
   // ------------------------------------------------------------------------------------------------------------

@@ -233,14 +233,12 @@ export class PushService {
   /** Match against the subscriptions as stored now (another replica's opt-ins and opt-outs). */
   async reload(): Promise<void> {
     const rows = await this.deps.store.all();
-    const live = new Set(rows.map((r) => r.endpoint));
-    for (const endpoint of [...this.subs.keys()]) {
-      if (live.has(endpoint)) continue;
-      this.index.remove(endpoint);
+    for (const endpoint of this.index.retainOnly(new Set(rows.map((r) => r.endpoint)))) {
       this.subs.delete(endpoint);
       this.recent.delete(endpoint);
     }
-    for (const s of rows) this.indexSub(s);
+    // only what changed is indexed again (an upsert replaces keys, types or filter in place)
+    for (const s of rows) if (JSON.stringify(this.subs.get(s.endpoint)) !== JSON.stringify(s)) this.indexSub(s);
   }
 
   private indexSub(s: PushSubscriptionRow): void {

@@ -86,3 +86,15 @@ export async function refuseChanges(db: SqlDb, opts: { name: string; table: stri
       CREATE TRIGGER ${name}_truncate BEFORE TRUNCATE ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION ${name}();`);
   }
 }
+
+/** What every store of the service state shares: its database, closed by the store only when it opened it (openMigrated). */
+export abstract class ServiceStore {
+  protected constructor(
+    readonly db: SqlDb,
+    private readonly owned: boolean,
+  ) {}
+
+  async close(): Promise<void> {
+    if (this.owned) await this.db.close();
+  }
+}

@@ -117,7 +117,8 @@ export class WebhookService {
   /** blocking connections this service opened (duplicates of the producer connection) */
   private readonly ownConnections: Redis[] = [];
   private readonly send: Send;
-  private readonly owner = new Map<string, string>();
+  /** the indexed rows by id: their owners (quota) and updated_at (a reload re-indexes only what changed) */
+  private readonly subs = new Map<string, SubscriptionRow>();
   private readonly now: () => Date;
   /** the Redis mirror of targets missed a write: resync it whole */
   private mirrorDirty = true;
@@ -225,17 +226,12 @@ export class WebhookService {
    */
   async reload(): Promise<void> {
     const rows = await this.deps.store.all();
-    const live = new Set(rows.map((r) => r.id));
-    for (const id of [...this.owner.keys()]) {
-      if (live.has(id)) continue;
-      this.owner.delete(id);
-      this.index.remove(id);
-    }
-    for (const s of rows) this.indexSub(s);
+    for (const id of this.index.retainOnly(new Set(rows.map((r) => r.id)))) this.subs.delete(id);
+    for (const s of rows) if (this.subs.get(s.id)?.updated_at !== s.updated_at) this.indexSub(s);
   }
 
   private indexSub(s: SubscriptionRow): void {
-    this.owner.set(s.id, s.user_id);
+    this.subs.set(s.id, s);
     this.index.add({ id: s.id, event_types: s.event_types, filter: FilterJson.parse(s.filter_json), active: s.active });
   }
 
@@ -297,7 +293,7 @@ export class WebhookService {
     const ok = await this.deps.store.delete(id, userId);
     if (ok) {
       this.index.remove(id);
-      this.owner.delete(id);
+      this.subs.delete(id);
       void this.mirror((q) => q.removeTarget(id));
     }
     return ok;
@@ -415,7 +411,7 @@ export class WebhookService {
     const eventId = shortId('evt');
     if (!ids.length) return { event_id: eventId, enqueued: 0, over_quota: 0 };
     const body = JSON.stringify({ type, emitted_at: emittedAt.toISOString(), data });
-    const subs = ids.map((id) => ({ id, user_id: this.owner.get(id)! }));
+    const subs = ids.map((id) => ({ id, user_id: this.subs.get(id)!.user_id }));
     const r = await this.deps.store.enqueue({ id: eventId, type, body }, subs, this.quota, this.now().getTime());
     if (r.enqueued && this.started) this.relay?.kick();
     return { event_id: eventId, ...r };

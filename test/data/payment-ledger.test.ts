@@ -10,22 +10,12 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PAYMENT_MIGRATIONS, PaymentLedger, paymentKey, type PaymentStatus, type Reservation } from '../../data/payment-ledger.ts';
+import { PAYMENT_MIGRATIONS, PaymentLedger, paymentKey, type PaymentStatus } from '../../data/payment-ledger.ts';
 import { openServiceDb, type SqlDb } from '../../data/sql/db.ts';
+import { reservation } from '../helpers/reservation.ts';
 import { replicas, SERVICE_ENGINES } from '../helpers/service-engines.ts';
 
-const res = (nonce: string, over: Partial<Reservation> = {}): Reservation => ({
-  route: 'leaderboard',
-  resource: 'http://x/v1/agent/leaderboard',
-  network: 'base-sepolia',
-  asset: '0xAsset',
-  payer: '0xPayer',
-  payTo: '0xPayee',
-  amount: '2000',
-  nonce,
-  validBefore: 2_000_000_000,
-  ...over,
-});
+const res = reservation;
 const statusOf = async (l: PaymentLedger, key: string) => (await l.get(key))?.status;
 
 /** Run the replica child on `target`: resolves with the nonces it won. */

@@ -7,10 +7,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PaymentLedger, type Reservation } from '../../data/payment-ledger.ts';
+import { PaymentLedger } from '../../data/payment-ledger.ts';
 import { openServiceDb } from '../../data/sql/db.ts';
 import { decodePayment, encodeReceipt } from '../../gateway/payment/gate.ts';
 import { AGENT_ROUTES, atomicToUsd, NETWORKS, requirementsFor, usdToAtomic } from '../../gateway/payment/pricing.ts';
+import { reservation } from '../helpers/reservation.ts';
 
 describe('prices', () => {
   it('converts USD to atomic units exactly, by hand', () => {
@@ -105,18 +106,7 @@ describe('ledger', () => {
   afterAll(async () => {
     await rm(dir, { recursive: true, force: true });
   });
-  const res = (nonce: string, over: Partial<Reservation> = {}): Reservation => ({
-    route: 'leaderboard',
-    resource: 'http://x/v1/agent/leaderboard',
-    network: 'base-sepolia',
-    asset: '0xAsset',
-    payer: '0xPayer',
-    payTo: '0xPayee',
-    amount: '2000',
-    nonce,
-    validBefore: 2_000_000_000,
-    ...over,
-  });
+  const res = reservation;
 
   it('reserves an authorization once; a released or failed one may be retried; a settled one is final', async () => {
     const l = await PaymentLedger.open(join(dir, 'a.sqlite'));

@@ -6,6 +6,7 @@
  */
 import { createInterface } from 'node:readline';
 import { PaymentLedger } from '../../data/payment-ledger.ts';
+import { reservation } from './reservation.ts';
 
 const [target, keys, attempts] = process.argv.slice(2);
 const ledger = await PaymentLedger.open(target!);
@@ -19,7 +20,7 @@ for (let a = 0; a < Number(attempts); a++) {
     const nonce = `0x${k.toString(16).padStart(64, '0')}`;
     tries.push(
       ledger
-        .reserve({ route: 'leaderboard', resource: 'http://x/v1/agent/leaderboard', network: 'base-sepolia', asset: '0xAsset', payer: '0xPayer', payTo: '0xPayee', amount: '2000', nonce, validBefore: 2_000_000_000 }, Date.now())
+        .reserve(reservation(nonce), Date.now())
         .then((r) => ({ nonce, ok: r.ok })),
     );
   }

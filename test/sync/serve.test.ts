@@ -3,9 +3,8 @@
  * independent reference's (test/core/reference.ts) over the synced rows, and with its sources configured it follows
  * them (new blocks move the analytics' as-of). A reorg the sync undoes makes the engine rebuild.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +16,7 @@ import { traderPositions } from '../../core/trader/index.ts';
 import { AnalyticsEngine } from '../../jobs/analytics/engine.ts';
 import { openDuckDB } from '../../data/duckdb.ts';
 import { referencePositions, type Venue } from '../core/reference.ts';
+import { startRole } from '../helpers/roles.ts';
 import { closeVenue, openVenue, syncOf } from './helpers.ts';
 
 let replay: VenueReplay;
@@ -35,40 +35,9 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-const freePort = () =>
-  new Promise<number>((ok) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => ok(p));
-    });
-  });
-
-/** main.ts as `npm start` runs it, on a free port; resolves with its base URL once it listens. */
-async function startService(env: Record<string, string>): Promise<{ base: string; child: ChildProcess; log: () => string }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'main.ts'], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', X402_MODE: 'off', TID_KEY: 'serve-test-key-0123456789abcdef', DATA_DIR: join(dir, 'data'), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let out = '';
-  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-  await new Promise<void>((ok, fail) => {
-    const t = setInterval(() => {
-      // the line npm start prints once it listens ("Web app: <origin>/   API: <origin>/v1/openapi.json ...")
-      if (/API: http/.test(out)) {
-        clearInterval(t);
-        ok();
-      }
-    }, 100);
-    child.on('exit', (code) => {
-      clearInterval(t);
-      fail(new Error(`main.ts exited (${code}):\n${out}`));
-    });
-  });
-  return { base: `http://127.0.0.1:${port}`, child, log: () => out };
-}
+/** main.ts as `npm start` runs it (role all), on a free port; resolves once it listens. */
+const startService = (env: Record<string, string>) =>
+  startRole('all', { X402_MODE: 'off', TID_KEY: 'serve-test-key-0123456789abcdef', DATA_DIR: join(dir, 'data'), ...env }, { children });
 
 async function stopService(child: ChildProcess): Promise<void> {
   const done = new Promise((ok) => child.once('exit', ok));

@@ -1,8 +1,8 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { ApiFailure, api, type Me } from '../api.ts';
 import { useApi } from '../hooks.ts';
-import { count, num, usd } from '../format.ts';
-import { Funnel, type Explain } from './shared.tsx';
+import { count } from '../format.ts';
+import { BoardTable, Funnel, type Explain } from './shared.tsx';
 
 interface Catalogue {
   metrics: string[];
@@ -165,30 +165,13 @@ export function Builder({ me }: { me: Me['user'] }) {
       {result?.data && result.query === query && (
         <>
           <Funnel explain={result.data.explain} />
-          <table data-testid="builder-rows">
-            <thead>
-              <tr>
-                <th scope="col">#</th>
-                <th scope="col">Trader</th>
-                <th scope="col">Score</th>
-                <th scope="col">Realized P&amp;L</th>
-                <th scope="col">Trades</th>
-              </tr>
-            </thead>
-            <tbody>
-              {result.data.rows.map((r) => (
-                <tr key={r.proxy_wallet} data-proxy={r.proxy_wallet}>
-                  <td>{r.rank}</td>
-                  <td>
-                    <a href={`/trader/${r.proxy_wallet}`}>{r.display.username || r.display.pseudonym}</a>
-                  </td>
-                  <td>{num(r.composite_score, 1)}</td>
-                  <td>{usd(r.realized_pnl)}</td>
-                  <td>{count(r.trade_count)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <BoardTable
+            testid="builder-rows"
+            rows={result.data.rows}
+            trader={(r) => ({ key: r.proxy_wallet, href: `/trader/${r.proxy_wallet}`, label: r.display.username || r.display.pseudonym })}
+            rowProps={(r) => ({ 'data-proxy': r.proxy_wallet })}
+            columns={[{ head: 'Trades', cell: (r) => count(r.trade_count) }]}
+          />
         </>
       )}
       <h2>Copy as</h2>

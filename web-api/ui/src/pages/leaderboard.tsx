@@ -1,6 +1,6 @@
 import { useApi } from '../hooks.ts';
 import { count, num, pct, usd } from '../format.ts';
-import { Loaded } from './shared.tsx';
+import { BoardTable, Loaded } from './shared.tsx';
 
 interface Row {
   rank: number;
@@ -37,45 +37,30 @@ export function Leaderboard() {
               {b.title}: {count(b.total_rows)} traders, as of {new Date(b.as_of).toUTCString()} ({count(b.snapshot_age_seconds)} s ago). Calibration
               excess z reads <em>unmeasured</em> for a trader with fewer than 30 resolved markets.
             </p>
-            <table data-testid="leaderboard">
-              <caption class="muted" style="text-align:left">Top {b.rows.length} by composite score</caption>
-              <thead>
-                <tr>
-                  <th scope="col">#</th>
-                  <th scope="col">Trader</th>
-                  <th scope="col">Score</th>
-                  <th scope="col">Realized P&amp;L</th>
-                  <th scope="col">Volume</th>
-                  <th scope="col">Trades</th>
-                  <th scope="col">Win rate</th>
-                  <th scope="col">Resolved mkts</th>
-                  <th scope="col">Calibration z (pctile)</th>
-                </tr>
-              </thead>
-              <tbody>
-                {b.rows.map((r) => (
-                  <tr key={r.tid} data-tid={r.tid}>
-                    <td>{r.rank}</td>
-                    <td>
-                      <a href={`/trader/${r.tid}`}>{r.wallet_label}</a>
-                    </td>
-                    <td>{num(r.composite_score, 1)}</td>
-                    <td>{usd(r.realized_pnl)}</td>
-                    <td>{usd(r.lifetime_volume_usdc)}</td>
-                    <td>{count(r.trade_count)}</td>
-                    <td>{pct(r.win_rate_pct)}</td>
-                    <td>{count(r.n_resolved_markets)}</td>
-                    <td>
-                      {r.calibration_excess_z === null ? (
-                        <span class="muted" title="fewer than 30 resolved markets">unmeasured</span>
-                      ) : (
-                        `${num(r.calibration_excess_z)} (${pct(r.calibration_excess_z_pctile)})`
-                      )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+            <BoardTable
+              testid="leaderboard"
+              caption={`Top ${b.rows.length} by composite score`}
+              rows={b.rows}
+              trader={(r) => ({ key: r.tid, href: `/trader/${r.tid}`, label: r.wallet_label })}
+              rowProps={(r) => ({ 'data-tid': r.tid })}
+              columns={[
+                { head: 'Volume', cell: (r) => usd(r.lifetime_volume_usdc) },
+                { head: 'Trades', cell: (r) => count(r.trade_count) },
+                { head: 'Win rate', cell: (r) => pct(r.win_rate_pct) },
+                { head: 'Resolved mkts', cell: (r) => count(r.n_resolved_markets) },
+                {
+                  head: 'Calibration z (pctile)',
+                  cell: (r) =>
+                    r.calibration_excess_z === null ? (
+                      <span class="muted" title="fewer than 30 resolved markets">
+                        unmeasured
+                      </span>
+                    ) : (
+                      `${num(r.calibration_excess_z)} (${pct(r.calibration_excess_z_pctile)})`
+                    ),
+                },
+              ]}
+            />
           </>
         )}
       </Loaded>

@@ -1,7 +1,7 @@
 import type { Me } from '../api.ts';
 import { useApi } from '../hooks.ts';
-import { count, num, pct, usd } from '../format.ts';
-import { Funnel, Loaded, type Explain } from './shared.tsx';
+import { count, num, pct } from '../format.ts';
+import { BoardTable, Funnel, Loaded, type Explain } from './shared.tsx';
 
 interface Preset {
   slug: string;
@@ -30,32 +30,15 @@ function PublicPresetBoard({ slug }: { slug: string }) {
           <h2>
             Top {b.rows.length} of {count(b.total_rows)}
           </h2>
-          <table data-testid="public-board">
-            <thead>
-              <tr>
-                <th scope="col">#</th>
-                <th scope="col">Trader</th>
-                <th scope="col">Score</th>
-                <th scope="col">Realized P&amp;L</th>
-                <th scope="col">Trades</th>
-                <th scope="col">Win rate</th>
-              </tr>
-            </thead>
-            <tbody>
-              {b.rows.map((r) => (
-                <tr key={r.tid}>
-                  <td>{r.rank}</td>
-                  <td>
-                    <a href={`/trader/${r.tid}`}>{r.wallet_label}</a>
-                  </td>
-                  <td>{num(r.composite_score, 1)}</td>
-                  <td>{usd(r.realized_pnl)}</td>
-                  <td>{count(r.trade_count)}</td>
-                  <td>{pct(r.win_rate_pct)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <BoardTable
+            testid="public-board"
+            rows={b.rows}
+            trader={(r) => ({ key: r.tid, href: `/trader/${r.tid}`, label: r.wallet_label })}
+            columns={[
+              { head: 'Trades', cell: (r) => count(r.trade_count) },
+              { head: 'Win rate', cell: (r) => pct(r.win_rate_pct) },
+            ]}
+          />
         </>
       )}
     </Loaded>
@@ -109,34 +92,15 @@ function FullPresetBoard({ slug }: { slug: string }) {
             <h2>Gates</h2>
             <Funnel explain={r.explain} />
             <h2>Top {r.rows.length} of {count(r.total_rows)}</h2>
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">#</th>
-                  <th scope="col">Trader</th>
-                  <th scope="col">Score</th>
-                  <th scope="col">Realized P&amp;L</th>
-                  <th scope="col">Trades</th>
-                  <th scope="col">Win rate</th>
-                  <th scope="col">Brier</th>
-                </tr>
-              </thead>
-              <tbody>
-                {r.rows.map((row) => (
-                  <tr key={row.proxy_wallet}>
-                    <td>{row.rank}</td>
-                    <td>
-                      <a href={`/trader/${row.proxy_wallet}`}>{row.display.username || row.display.pseudonym}</a>
-                    </td>
-                    <td>{num(row.composite_score, 1)}</td>
-                    <td>{usd(row.realized_pnl)}</td>
-                    <td>{count(row.trade_count)}</td>
-                    <td>{pct(row.win_rate_pct)}</td>
-                    <td>{num(row.brier, 3)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+            <BoardTable
+              rows={r.rows}
+              trader={(row) => ({ key: row.proxy_wallet, href: `/trader/${row.proxy_wallet}`, label: row.display.username || row.display.pseudonym })}
+              columns={[
+                { head: 'Trades', cell: (row) => count(row.trade_count) },
+                { head: 'Win rate', cell: (row) => pct(row.win_rate_pct) },
+                { head: 'Brier', cell: (row) => num(row.brier, 3) },
+              ]}
+            />
           </>
         )}
       </Loaded>
