@@ -445,7 +445,11 @@ export class WebhookStore extends ServiceStore {
     ).changes;
   }
 
-  /** Write the Redis queue's final outcomes back to their `queued` rows (a delivery seen delivered stays delivered). */
+  /**
+   * Write the Redis queue's final outcomes back to their rows (a delivery seen delivered stays delivered). A row may
+   * still read pending: the relay marks it queued after the queue has it, on another connection, and a fast worker's
+   * outcome can land first. The outcome is final either way, and the relay's late hand-off only touches pending rows.
+   */
   async settleFromQueue(
     outcomes: readonly { event_id: string; subscription_id: string; status: 'delivered' | 'exhausted' | 'dropped'; attempts: number; http_status: number | null; error: string | null; at_ms: number }[],
   ): Promise<void> {
@@ -455,7 +459,7 @@ export class WebhookStore extends ServiceStore {
       for (const o of outcomes)
         await t.run(
           `UPDATE webhook_deliveries SET status = ?, attempts = ${greatest}(attempts, ?), last_status = ?, last_error = ?, delivered_ms = ?
-           WHERE event_id = ? AND subscription_id = ? AND (status = 'queued' OR (? = 1 AND status = 'exhausted'))`,
+           WHERE event_id = ? AND subscription_id = ? AND (status IN ('queued', 'pending') OR (? = 1 AND status = 'exhausted'))`,
           [o.status, o.attempts, o.http_status, o.error, o.status === 'delivered' ? o.at_ms : null, o.event_id, o.subscription_id, o.status === 'delivered' ? 1 : 0],
         );
     });

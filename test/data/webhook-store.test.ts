@@ -256,6 +256,17 @@ describe.each(SERVICE_ENGINES)('the webhook and push stores on $name', (engine) 
     expect(pruned).toBe(before);
     expect((await A.deliveriesOf(s.id, { limit: 10 })).map((d) => d.status).sort()).toEqual(['pending', 'pending']);
     expect(await A.used(u, month)).toBe(usedBefore);
+
+    // a fast worker's outcome can reach the store before the relay has marked its row handed off (the relay's
+    // UPDATE and the outcome sink's run on different connections): the outcome still settles the row, and the late
+    // hand-off leaves it settled (the row would otherwise read queued for ever)
+    await A.enqueue(event(`evt_early_${u}`), [{ id: s.id, user_id: u }], () => 1e9, t0);
+    const early = (await A.claim(10, t0 + 60 * 60_000, 60_000)).find((d) => d.event_id === `evt_early_${u}`)!;
+    expect(early.status).toBe('pending');
+    await B.settleFromQueue([outcome('early', 'delivered', 1, t0 + 60 * 60_000 + 5)]);
+    await A.handedOff([early.delivery_id], t0 + 60 * 60_000 + 10);
+    expect(await row('early')).toMatchObject({ status: 'delivered', attempts: 1, delivered_ms: t0 + 60 * 60_000 + 5 });
+    expect((await B.claim(10, t0 + 3 * 60 * 60_000, 60_000)).map((d) => d.event_id)).not.toContain(`evt_early_${u}`);
   });
 
   it('push subscriptions: one row per endpoint across replicas, keep-or-replace by owner, removal once', async () => {

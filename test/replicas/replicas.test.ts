@@ -25,6 +25,7 @@ import { readPointer } from '../../data/published-analytics.ts';
 import { LocalFacilitator } from '../../gateway/facilitator.ts';
 import { facilitatorRouter } from '../../gateway/facilitator-server.ts';
 import { startLocalChain, type LocalChain } from '../../gateway/local-chain/chain.ts';
+import { RedisDeliveryQueue } from '../../jobs/webhooks/redis-queue.ts';
 import { SIGNATURE_HEADER, verifySignature } from '../../jobs/webhooks/signing.ts';
 import { runAdmin } from '../../scripts/admin.ts';
 import { startHttpsReceiver, type HttpsReceiver } from '../helpers/https-receiver.ts';
@@ -289,7 +290,16 @@ describe('two API replicas and one builder', () => {
       await until(async () => (await count('')) >= 20, 150_000, '20 events produced after the kill');
       const cutoff = Date.now();
       // every delivery enqueued so far ends delivered (none pending, failed or exhausted)
-      await until(async () => (await count(`AND created_ms <= ${cutoff} AND status <> 'delivered'`)) === 0, 150_000, 'all delivered');
+      await until(async () => (await count(`AND created_ms <= ${cutoff} AND status <> 'delivered'`)) === 0, 150_000, 'all delivered').catch(async (e: Error) => {
+        // say why: each undelivered row, its job in the queue, and the builder's last words
+        const rows = (await c.query(`SELECT event_id, status, attempts, last_error FROM webhook_deliveries WHERE subscription_id = $1 AND created_ms <= ${cutoff} AND status <> 'delivered' LIMIT 5`, [sub.id])).rows;
+        const redis = new Redis(REDIS_URL);
+        const queue = new RedisDeliveryQueue({ connection: redis, prefix: common.WEBHOOK_QUEUE_PREFIX });
+        const jobs = await Promise.all(rows.map((r) => queue.state(r.event_id, sub.id).catch((x: Error) => x.message)));
+        await queue.close();
+        redis.disconnect();
+        throw new Error(`${e.message}\n${JSON.stringify({ rows, jobs }, null, 1)}\nbuilder log:\n${builder.log().slice(-3000)}`);
+      });
       const delivered = await count(`AND created_ms <= ${cutoff}`);
       expect(delivered).toBeGreaterThanOrEqual(20);
       const got = receiver.received.filter((r) => r.at >= killedAt && r.body.includes('trader.fill'));
