@@ -3,11 +3,15 @@
  * order of its measured rows, kept from one analytics version to the next. A ranking — a preset's board or any
  * custom RankingConfig — is then a few linear passes over 2.8M rows instead of a sort per metric:
  *
- *  1. cohort and gates: one pass marks the gated rows (and counts the explain funnel as it goes);
- *  2. percentiles: for each weighted metric, one pass over its precomputed order counts the gated rows seen so far,
- *     which is exactly percent_rank within the gated cohort's measured rows (ties share a rank);
+ *  1. cohort and gates: a branch-free pass per filter and gate marks the gated rows (counting the explain funnel as
+ *     it goes), then the gated rows are listed: every later pass reads them only;
+ *  2. percentiles: for each weighted metric, the gated rows are counted by position in its precomputed order (one
+ *     walk of the order reading a byte per row, or, for few gated rows, a count at each row's rank key and a prefix
+ *     sum), so a row's percent_rank is a lookup at its rank key (where its run of equal values starts or ends) —
+ *     the metric's order is never walked at random;
  *  3. composite = sum(w * pct) / sum(w) over the row's measured weighted metrics, rounded as the SQL does;
- *  4. one row per user (its best-scoring wallet), then the page by selection (no full sort).
+ *  4. one row per user (its best-scoring wallet), then the page by selection (no full sort); the page's breakdown
+ *     percentiles are lookups too.
  *
  * It computes what boardSql (core/rankings.ts, the SQL definition) computes; test/core/ranking-engine.test.ts holds
  * the two equal on random configs. Pure: no I/O; the caller loads the columns (rankingColumnsSql) and reads the
@@ -18,8 +22,6 @@ import type { AsOf, ColumnarRunner } from './query.ts';
 import { SMART_MONEY_TAGS } from './tags.ts';
 
 const DAY_US = 86_400_000_000;
-/** Up to this many rows, page percentiles are counted in row order (pagePercentiles); beyond, by walking the orders. */
-const PAGE_PASS_MAX_ROWS = 2048;
 /** Rows per onRows call of a board (a writer's loop over them holds the event loop ~10 ms) */
 const BOARD_SLICE_ROWS = 25_000;
 
@@ -117,15 +119,31 @@ export interface RankedPage {
 
 const round9 = (x: number) => Math.round(x * 1e9) / 1e9;
 
+/**
+ * percent_rank (0-100) of a row with `rank` rows strictly before its value (in the metric's direction: ties share a
+ * rank) among n, as SQL's percent_rank() OVER (ORDER BY value) gives it. Every percentile of the engine is this
+ * expression, so a composite and a breakdown agree to the last bit.
+ */
+const percentRank = (rank: number, n: number) => (n === 1 ? 100 : (100 * rank) / (n - 1));
+
 /** What score() leaves: see RankingEngine.score. */
 interface Scored {
   mask: Uint8Array;
+  /** the gated rows, ascending */
+  gated: Int32Array;
   composite: Float64Array;
-  before: (a: number, b: number) => number;
-  /** what `before` sorts by (NaN last) and in which direction; ties by row (wallet id) */
+  /** what the board is ordered by (best first in direction `desc`, NaN last; ties by row, which is wallet order) */
   sortKey: Float64Array;
   desc: boolean;
   explain: ExplainCounts;
+  /** the metrics whose gated counts (gatedCounts) hold for this mask, with their gated row count */
+  counted: Map<MetricId, GatedCounts>;
+}
+
+/** A metric's gated measured rows counted by position in its order (RankingEngine.gatedCounts). */
+interface GatedCounts {
+  n: number;
+  below: Int32Array;
 }
 
 /** Run a generator of steps to its end (the synchronous form of a stepped computation). */
@@ -156,10 +174,20 @@ export class RankingEngine {
   private readonly multiRows: Int32Array;
   /** scratch columns reused by every rank() (synchronous, so never shared by two calls at once) */
   private readonly mask: Uint8Array;
+  /** the composite sums of the last score's gated rows (the g-th gated row at g) */
   private readonly num: Float64Array;
   private readonly den: Float64Array;
-  /** row -> its position among the rows whose percentiles are wanted (-1 elsewhere); allocated on first use */
-  private slot: Int32Array | null = null;
+  /** the last score's composite by row (NaN where not scored) */
+  private readonly composite: Float64Array;
+  /** the last score's gated rows, ascending (one slot more than rows: the branch-free fill writes one past the last) */
+  private readonly gatedScratch: Int32Array;
+  /**
+   * per metric, on first use: each measured row's rank key, a position in the metric's order — where its run of
+   * equal values starts (higher is better: the rows before it are worse) or ends (lower is better: the rows from
+   * there on are worse); len + 1 for a row not measured (len = the order's length: a slot past the counts, so the
+   * passes need no branch on it)
+   */
+  private readonly rankKeys = new Map<MetricId, Int32Array>();
 
   /** `orders`: each metric's measured rows in value order (metricOrders; a service computes them off its event loop) */
   constructor(
@@ -193,6 +221,19 @@ export class RankingEngine {
     this.mask = new Uint8Array(cols.n);
     this.num = new Float64Array(cols.n);
     this.den = new Float64Array(cols.n);
+    this.composite = new Float64Array(cols.n);
+    this.gatedScratch = new Int32Array(cols.n + 1);
+  }
+
+  /**
+   * Compute every metric's rank keys now, a metric per step (~20-40 ms each at 2.8M rows), instead of on the first
+   * ranking that needs them: a service warms a version before it serves it, so no request pays for them.
+   */
+  async warm(pause: () => Promise<void> = yieldToEventLoop): Promise<void> {
+    for (const id of METRIC_IDS) {
+      this.rankKeyOf(id);
+      await pause();
+    }
   }
 
   /** Each metric's measured rows in value order (read-only: a patch merges them into the next engine's). */
@@ -211,48 +252,46 @@ export class RankingEngine {
     const n = c.n;
     const mask = this.mask;
     const co = cfg.cohort;
-    // the default cohort is every row with a trade: one pass; each filter is its own pass over the survivors
+    // the default cohort is every row with a trade; each filter is its own loop, branch-free (mask &= +(test)): which
+    // rows pass is as good as random in wallet order, and a branch on it is mispredicted half the time (8x slower)
     const tradeCount = c.tradeCount;
-    for (let i = 0; i < n; i++) mask[i] = tradeCount[i]! > 0 ? 1 : 0;
-    const keep = (test: (i: number) => boolean) => {
-      for (let i = 0; i < n; i++) if (mask[i] && !test(i)) mask[i] = 0;
-    };
+    for (let i = 0; i < n; i++) mask[i] = +(tradeCount[i]! > 0);
     if (co.active_within_days !== undefined) {
       const since = asOfUs - co.active_within_days * DAY_US;
       const last = c.lastTradeUs;
-      keep((i) => last[i]! > since);
+      for (let i = 0; i < n; i++) mask[i]! &= +(last[i]! > since);
     }
     if (co.best_category !== undefined) {
       // a category absent from the base matches no row (not the rows without a category, -1)
       const present = c.categories.indexOf(co.best_category);
       const cat = present === -1 ? -3 : present;
       const best = c.bestCategory;
-      keep((i) => best[i] === cat);
+      for (let i = 0; i < n; i++) mask[i]! &= +(best[i] === cat);
     }
     if (co.min_trades !== undefined) {
       const min = co.min_trades;
-      keep((i) => tradeCount[i]! >= min);
+      for (let i = 0; i < n; i++) mask[i]! &= +(tradeCount[i]! >= min);
     }
     if (co.min_volume_usdc !== undefined) {
       const min = co.min_volume_usdc;
       const vol = c.volume;
-      keep((i) => vol[i]! >= min);
+      for (let i = 0; i < n; i++) mask[i]! &= +(vol[i]! >= min);
     }
     let tagMask = 0;
     for (const t of co.tags_any ?? []) tagMask |= 1 << SMART_MONEY_TAGS.indexOf(t);
     if (tagMask) {
       const bits = c.tagBits;
-      keep((i) => (bits[i]! & tagMask) !== 0);
+      for (let i = 0; i < n; i++) mask[i]! &= +((bits[i]! & tagMask) !== 0);
     }
     if (co.exclude_clusters) {
       const size = c.clusterSize;
-      keep((i) => size[i] === 1);
+      for (let i = 0; i < n; i++) mask[i]! &= +(size[i] === 1);
     }
     return mask;
   }
 
   /** Apply the gates in order to the cohort mask (in place); the rows remaining after each. */
-  private gates(cfg: RankingConfig, mask: Uint8Array): { cohort: number; counts: number[] } {
+  private gates(cfg: RankingConfig, mask: Uint8Array): { cohort: number; counts: number[]; gated: Int32Array } {
     const c = this.cols;
     const n = c.n;
     let cohort = 0;
@@ -261,74 +300,131 @@ export class RankingEngine {
     for (const g of cfg.gates) {
       const col = c.gate[g.field];
       const v = typeof g.value === 'boolean' ? (g.value ? 1 : 0) : g.value;
-      // one loop per operator (no call per row); a null (NaN) fails every gate, as SQL's coalesce(field op value, false)
+      // one loop per operator (no call per row), branch-free like the cohort's; a null (NaN) fails every gate, as
+      // SQL's coalesce(field op value, false)
       let left = 0;
       switch (g.op) {
         case 'gte':
-          for (let i = 0; i < n; i++) if (mask[i]) (col[i]! >= v ? left++ : (mask[i] = 0));
+          for (let i = 0; i < n; i++) left += mask[i]! &= +(col[i]! >= v);
           break;
         case 'gt':
-          for (let i = 0; i < n; i++) if (mask[i]) (col[i]! > v ? left++ : (mask[i] = 0));
+          for (let i = 0; i < n; i++) left += mask[i]! &= +(col[i]! > v);
           break;
         case 'lte':
-          for (let i = 0; i < n; i++) if (mask[i]) (col[i]! <= v ? left++ : (mask[i] = 0));
+          for (let i = 0; i < n; i++) left += mask[i]! &= +(col[i]! <= v);
           break;
         case 'lt':
-          for (let i = 0; i < n; i++) if (mask[i]) (col[i]! < v ? left++ : (mask[i] = 0));
+          for (let i = 0; i < n; i++) left += mask[i]! &= +(col[i]! < v);
           break;
         case 'eq':
-          for (let i = 0; i < n; i++) if (mask[i]) (col[i]! === v ? left++ : (mask[i] = 0));
+          for (let i = 0; i < n; i++) left += mask[i]! &= +(col[i]! === v);
           break;
         case 'ne':
-          for (let i = 0; i < n; i++) if (mask[i]) (col[i]! !== v && !Number.isNaN(col[i]!) ? left++ : (mask[i] = 0));
+          for (let i = 0; i < n; i++) left += mask[i]! &= +(col[i]! !== v) & +(col[i] === col[i]);
           break;
         default:
           throw new Error(`unknown gate operator ${String(g.op)}`);
       }
       counts.push(left);
     }
-    return { cohort, counts };
+    // the gated rows, ascending (branch-free: every row is written, the count moves on only past a gated one)
+    const g = counts.length ? counts[counts.length - 1]! : cohort;
+    const gated = this.gatedScratch;
+    for (let i = 0, k = 0; i < n; i++) {
+      gated[k] = i;
+      k += mask[i]!;
+    }
+    return { cohort, counts, gated: gated.subarray(0, g) };
   }
 
   /**
-   * One pass over a metric's order: percent_rank (0-100) of every gated measured row within them, added with
-   * `weight` to the composite sums; when `out` is given, the percentile of each row with a slot (`slot[i] >= 0`) is
-   * written to out[slot[i]] (rows not measured keep what `out` held).
+   * Each measured row's rank key in the metric's order (see rankKeys): for a higher-is-better metric the start of
+   * its run of equal values, for a lower-is-better one its end. One pass over the order, kept for the engine's life.
    */
-  private percentiles(id: MetricId, mask: Uint8Array, weight: number, out: { slot: Int32Array; pct: Float64Array } | null): void {
+  private rankKeyOf(id: MetricId): Int32Array {
+    const have = this.rankKeys.get(id);
+    if (have) return have;
     const order = this.order[id];
     const val = this.cols.value[id];
-    const measured = this.cols.measured[id];
     const len = order.length;
-    // the gated rows in the order (measured, not NaN): counted in row order, sequential reads instead of a random
-    // access per ordered row
-    let n = 0;
-    for (let i = 0; i < mask.length; i++) if (mask[i] && measured[i] === 1 && val[i] === val[i]) n++;
+    const key = new Int32Array(this.cols.n).fill(len + 1);
+    // -0 and 0 are one value (v !== prev is false), as everywhere ties are compared
+    if (METRICS[id].better === 'higher') {
+      let start = 0;
+      for (let k = 0; k < len; k++) {
+        if (k > 0 && val[order[k]!]! !== val[order[k - 1]!]!) start = k;
+        key[order[k]!] = start;
+      }
+    } else {
+      let end = len;
+      for (let k = len - 1; k >= 0; k--) {
+        if (k < len - 1 && val[order[k]!]! !== val[order[k + 1]!]!) end = k + 1;
+        key[order[k]!] = end;
+      }
+    }
+    this.rankKeys.set(id, key);
+    return key;
+  }
+
+  /**
+   * Count a metric's gated measured rows by position in its order: afterwards below[k] is the number of gated rows
+   * before position k, at least at every position a rank key names (rankKeyOf). Returns n, the gated measured rows.
+   * Many gated rows: one walk of the order reading the mask (a byte per row, below[k] at every k). Few: a count per
+   * gated row at its rank key, then a prefix sum — exclusive for run starts, inclusive for run ends.
+   */
+  private gatedCounts(id: MetricId, mask: Uint8Array, gated: Int32Array): GatedCounts {
+    const order = this.order[id];
+    const len = order.length;
+    // positions 0..len, and len + 1 where the rows not measured count (see rankKeyOf); allocated per ranking, so an
+    // engine holds no counts between rankings (they are 4 bytes a measured row and metric)
+    const below = new Int32Array(len + 2);
+    if (gated.length * 2 >= len) {
+      let acc = 0;
+      for (let k = 0; k < len; k++) {
+        below[k] = acc;
+        acc += mask[order[k]!]!;
+      }
+      below[len] = acc;
+      return { n: acc, below };
+    }
+    const rk = this.rankKeyOf(id);
+    for (let g = 0; g < gated.length; g++) below[rk[gated[g]!]!]!++;
+    const n = gated.length - below[len + 1]!;
+    let acc = 0;
+    if (METRICS[id].better === 'higher')
+      for (let k = 0; k <= len; k++) {
+        const c = below[k]!;
+        below[k] = acc;
+        acc += c;
+      }
+    else
+      for (let k = 0; k <= len; k++) {
+        acc += below[k]!;
+        below[k] = acc;
+      }
+    return { n, below };
+  }
+
+  /**
+   * Add `weight` x each gated measured row's percentile of `id` to the composite sums of the gated rows (num[g],
+   * den[g] for the g-th gated row; counts from gatedCounts). A pass per metric: its counts stay in cache (a pass over
+   * every weighted metric at once read them all at random and was slower).
+   */
+  private addWeighted(id: MetricId, { n, below }: GatedCounts, gated: Int32Array, weight: number): void {
     if (n === 0) return;
+    const rk = this.rankKeyOf(id);
     const num = this.num;
     const den = this.den;
-    const slot = out?.slot;
-    const pct = out?.pct;
-    // walk in the direction of the SQL ORDER BY: ascending for higher-is-better, descending otherwise
     const higherBetter = METRICS[id].better === 'higher';
-    let seen = 0;
-    let rank = 0;
-    let prev = Number.NaN;
-    for (let k = 0; k < len; k++) {
-      const i = order[higherBetter ? k : len - 1 - k]!;
-      if (!mask[i]) continue;
-      const v = val[i]!;
-      if (seen === 0 || v !== prev) {
-        rank = seen;
-        prev = v;
-      }
-      const p = n === 1 ? 100 : (100 * rank) / (n - 1);
-      if (weight > 0) {
-        num[i]! += weight * p;
-        den[i]! += weight;
-      }
-      if (slot && slot[i]! >= 0) pct![slot[i]!] = p;
-      seen++;
+    const len = this.order[id].length;
+    // branch-free on whether a row is measured (as good as random): a row not measured reads the finite count at
+    // len + 1 and adds 0 x that. 1 x w x p is w x p exactly and x + 0 is x, so the sums are the same doubles.
+    for (let g = 0; g < gated.length; g++) {
+      const r = rk[gated[g]!]!;
+      const ok = +(r <= len);
+      const p = percentRank(higherBetter ? below[r]! : n - below[r]!, n);
+      num[g]! += ok * weight * p;
+      den[g]! += ok * weight;
     }
   }
 
@@ -344,33 +440,37 @@ export class RankingEngine {
   /** score() in steps: it yields after the cohort and gates and after each weighted metric's walk. */
   private *scoreSteps(cfg: RankingConfig, asOfUs: number): Generator<void, Scored> {
     const mask = this.cohort(cfg, asOfUs);
-    const { cohort, counts } = this.gates(cfg, mask);
+    const { cohort, counts, gated } = this.gates(cfg, mask);
     yield;
-    const num = this.num.fill(0);
-    const den = this.den.fill(0);
+    // the sums of the gated rows, compact: every later pass reads the gated rows only
+    const g = gated.length;
+    const num = this.num.fill(0, 0, g);
+    const den = this.den.fill(0, 0, g);
+    const counted = new Map<MetricId, GatedCounts>();
     for (const [id, w] of Object.entries(cfg.weights) as [MetricId, number][]) {
       if ((w ?? 0) > 0) {
-        this.percentiles(id, mask, w, null);
+        const counts = this.gatedCounts(id, mask, gated);
+        counted.set(id, counts);
+        this.addWeighted(id, counts, gated, w);
         yield;
       }
     }
-    return this.composite(cfg, mask, num, den, cohort, counts);
+    // composite = sum(w * pct) / sum(w) over the measured weighted metrics; scored = at least one of them measured
+    // (0 / 0 is NaN: a gated row measured in none stays unscored without a branch)
+    const composite = this.composite.fill(Number.NaN);
+    let scored = 0;
+    for (let k = 0; k < g; k++) {
+      composite[gated[k]!] = round9(num[k]! / den[k]!);
+      scored += +(den[k]! > 0);
+    }
+    return this.ordered(cfg, mask, gated, scored, cohort, counts, counted);
   }
 
-  /** The composite, one row per user, the board order (the rest of score()). */
-  private composite(cfg: RankingConfig, mask: Uint8Array, num: Float64Array, den: Float64Array, cohort: number, counts: number[]): Scored {
+  /** One row per user, the board order (the rest of score()). */
+  private ordered(cfg: RankingConfig, mask: Uint8Array, gated: Int32Array, scored: number, cohort: number, counts: number[], counted: Map<MetricId, GatedCounts>): Scored {
     const c = this.cols;
-    const n = c.n;
-    // composite = sum(w * pct) / sum(w) over the measured weighted metrics; scored = at least one of them measured
-    // (den > 0 only on gated rows). `num` becomes the composite column, NaN where unscored.
-    const composite = num;
-    let scored = 0;
-    for (let i = 0; i < n; i++) {
-      if (den[i]! > 0) {
-        composite[i] = round9(num[i]! / den[i]!);
-        scored++;
-      } else composite[i] = Number.NaN;
-    }
+    const composite = this.composite;
+    let total = scored;
     // one row per user: its best composite (ties: the smaller wallet id)
     const ms = this.multiStart;
     const mr = this.multiRows;
@@ -382,97 +482,46 @@ export class RankingEngine {
         if (Number.isNaN(composite[i]!)) continue;
         if (best < 0 || composite[i]! > composite[best]! || (composite[i] === composite[best] && wid[i]! < wid[best]!)) best = i;
       }
-      for (let j = ms[k]!; j < ms[k + 1]!; j++) if (mr[j] !== best) composite[mr[j]!] = Number.NaN;
+      for (let j = ms[k]!; j < ms[k + 1]!; j++) {
+        const i = mr[j]!;
+        if (i !== best && !Number.isNaN(composite[i]!)) {
+          composite[i] = Number.NaN;
+          total--;
+        }
+      }
     }
     // the sort key: composite, or a metric's raw value (nulls last), best first unless worst_first
     const sortMetric = cfg.sort_by === 'composite' ? null : cfg.sort_by;
     const desc = sortMetric === null ? cfg.sort_dir === 'best_first' : (METRICS[sortMetric].better === 'higher') === (cfg.sort_dir === 'best_first');
     const keyOf = sortMetric === null ? composite : c.value[sortMetric];
-    const before = (a: number, b: number) => {
-      const ka = keyOf[a]!;
-      const kb = keyOf[b]!;
-      const na = Number.isNaN(ka);
-      const nb = Number.isNaN(kb);
-      if (na !== nb) return na ? 1 : -1; // nulls last, both directions
-      if (!na && ka !== kb) return desc ? kb - ka : ka - kb;
-      return wid[a]! - wid[b]!;
-    };
-    let total = 0;
-    for (let i = 0; i < n; i++) if (!Number.isNaN(composite[i]!)) total++;
-    return { mask, composite, before, sortKey: keyOf, desc, explain: { cohort, counts, scored, total } };
+    return { mask, gated, composite, sortKey: keyOf, desc, explain: { cohort, counts, scored, total }, counted };
   }
 
   /** Percentiles of `rows` (within the gated mask) for each metric, NaN where not measured. */
-  private rowPercentiles(mask: Uint8Array, rows: ArrayLike<number>, metrics: readonly MetricId[]): Partial<Record<MetricId, Float64Array>> {
-    return drain(this.rowPercentileSteps(mask, rows, metrics));
-  }
-
-  /** rowPercentiles in steps: a yield after each metric's walk. */
-  private *rowPercentileSteps(mask: Uint8Array, rows: ArrayLike<number>, metrics: readonly MetricId[]): Generator<void, Partial<Record<MetricId, Float64Array>>> {
-    // a page: count, in row order, the gated values below (above) each of the page's values — sequential reads,
-    // where walking a metric's order reads every row at random; a board (many rows) walks each order once
-    if (rows.length <= PAGE_PASS_MAX_ROWS) return Object.fromEntries(metrics.map((id) => [id, this.pagePercentiles(id, mask, rows)]));
-    this.slot ??= new Int32Array(this.cols.n).fill(-1);
-    const slot = this.slot;
-    for (let k = 0; k < rows.length; k++) slot[rows[k]!] = k;
-    const out: Partial<Record<MetricId, Float64Array>> = {};
-    try {
-      for (const id of metrics) {
-        const pct = new Float64Array(rows.length).fill(Number.NaN);
-        this.percentiles(id, mask, 0, { slot, pct });
-        out[id] = pct;
-        yield;
-      }
-    } finally {
-      for (let k = 0; k < rows.length; k++) slot[rows[k]!] = -1;
-    }
-    return out;
+  private rowPercentiles(mask: Uint8Array, gated: Int32Array, rows: ArrayLike<number>, metrics: readonly MetricId[], counted: Map<MetricId, GatedCounts>): Partial<Record<MetricId, Float64Array>> {
+    return drain(this.rowPercentileSteps(mask, gated, rows, metrics, counted));
   }
 
   /**
-   * The percentile of each of `rows` for one metric, as `percentiles` computes it (percent_rank within the gated
-   * measured rows: the count of those strictly before the row's value in the metric's direction, over n - 1), by one
-   * pass in row order over the gated rows with a binary search among the page's distinct values.
+   * rowPercentiles in steps: a yield after each metric. A metric the score already counted for this mask (a weighted
+   * one) costs a lookup per row; another costs its counting passes first.
    */
-  private pagePercentiles(id: MetricId, mask: Uint8Array, rows: ArrayLike<number>): Float64Array {
-    const val = this.cols.value[id];
-    const measured = this.cols.measured[id];
-    const out = new Float64Array(rows.length).fill(Number.NaN);
-    const ok = (i: number) => measured[i] === 1 && val[i] === val[i];
-    const wanted: number[] = [];
-    for (let k = 0; k < rows.length; k++) if (ok(rows[k]!)) wanted.push(val[rows[k]!]!);
-    if (!wanted.length) return out;
-    // distinct page values ascending (-0 and 0 are one value, as in the walk)
-    const th = Float64Array.from(new Set(wanted.map((v) => (v === 0 ? 0 : v)))).sort();
-    const t = th.length;
-    // at[j]: gated values whose first page value >= them is th[j] (j = t: above every page value)
-    const at = new Float64Array(t + 1);
-    const equal = new Float64Array(t);
-    let n = 0;
-    for (let i = 0; i < mask.length; i++) {
-      if (!mask[i] || measured[i] !== 1) continue;
-      const v = val[i]!;
-      if (v !== v) continue;
-      n++;
-      const lo = lowerBound(th, v);
-      if (lo < t && th[lo] === v) equal[lo]!++;
-      else at[lo]!++;
-    }
-    // below[j] = gated values < th[j]; above[j] = gated values > th[j]
-    const below = new Float64Array(t);
-    let acc = 0;
-    for (let j = 0; j < t; j++) {
-      acc += at[j]!;
-      below[j] = acc;
-      acc += equal[j]!;
-    }
-    const higherBetter = METRICS[id].better === 'higher';
-    for (let k = 0; k < rows.length; k++) {
-      const r = rows[k]!;
-      if (!mask[r] || !ok(r)) continue;
-      const lo = lowerBound(th, val[r]!); // a page value: present in th
-      const rank = higherBetter ? below[lo]! : n - below[lo]! - equal[lo]!;
-      out[k] = n === 1 ? 100 : (100 * rank) / (n - 1);
+  private *rowPercentileSteps(mask: Uint8Array, gated: Int32Array, rows: ArrayLike<number>, metrics: readonly MetricId[], counted: Map<MetricId, GatedCounts>): Generator<void, Partial<Record<MetricId, Float64Array>>> {
+    const out: Partial<Record<MetricId, Float64Array>> = {};
+    for (const id of metrics) {
+      let counts = counted.get(id);
+      if (counts === undefined) counted.set(id, (counts = this.gatedCounts(id, mask, gated)));
+      const pct = new Float64Array(rows.length);
+      const { n, below } = counts;
+      const rk = this.rankKeyOf(id);
+      const len = this.order[id].length;
+      const higherBetter = METRICS[id].better === 'higher';
+      for (let k = 0; k < rows.length; k++) {
+        const r = rk[rows[k]!]!;
+        pct[k] = n === 0 || r > len ? Number.NaN : percentRank(higherBetter ? below[r]! : n - below[r]!, n);
+      }
+      out[id] = pct;
+      yield;
     }
     return out;
   }
@@ -482,14 +531,14 @@ export class RankingEngine {
    * breakdown percentiles (weighted metrics and extra_metrics).
    */
   rank(cfg: RankingConfig, asOfUs: number, breakdown: readonly MetricId[]): RankedPage {
-    const { mask, composite, before, explain } = this.score(cfg, asOfUs);
+    const { mask, gated, composite, sortKey, desc, explain, counted } = this.score(cfg, asOfUs);
     const want = Math.min(explain.total, cfg.offset + cfg.limit);
-    const pageRows = topK(composite, want, before).slice(cfg.offset, cfg.offset + cfg.limit);
+    const pageRows = topK(gated, composite, sortKey, desc, want).slice(cfg.offset, cfg.offset + cfg.limit);
     return {
       rows: pageRows,
       ranks: pageRows.map((_, k) => cfg.offset + k + 1),
       composite: pageRows.map((i) => composite[i]!),
-      pct: Object.fromEntries(Object.entries(this.rowPercentiles(mask, pageRows, breakdown)).map(([id, p]) => [id, Array.from(p, (x) => (Number.isNaN(x) ? null : x))])),
+      pct: Object.fromEntries(Object.entries(this.rowPercentiles(mask, gated, pageRows, breakdown, counted)).map(([id, p]) => [id, Array.from(p, (x) => (Number.isNaN(x) ? null : x))])),
       explain,
     };
   }
@@ -508,14 +557,14 @@ export class RankingEngine {
    * so only an engine no request ranks with (a version not yet published) is scored this way.
    */
   *boardSteps(cfg: RankingConfig, asOfUs: number, onRows: BoardRows, sliceRows = BOARD_SLICE_ROWS): Generator<void, ExplainCounts> {
-    const { mask, composite, sortKey, desc, explain } = yield* this.scoreSteps(cfg, asOfUs);
+    const { mask, gated, composite, sortKey, desc, explain, counted } = yield* this.scoreSteps(cfg, asOfUs);
     yield;
     const ranked = boardOrder(composite, sortKey, desc);
     const scores = new Float64Array(ranked.length);
     for (let k = 0; k < ranked.length; k++) scores[k] = composite[ranked[k]!]!;
     yield;
-    // every metric's percentile of every ranked row: one walk per metric for the whole board
-    const pct = yield* this.rowPercentileSteps(mask, ranked, METRIC_IDS);
+    // every metric's percentile of every ranked row
+    const pct = yield* this.rowPercentileSteps(mask, gated, ranked, METRIC_IDS, counted);
     for (let a = 0; a < ranked.length; a += sliceRows) {
       const len = Math.min(sliceRows, ranked.length - a);
       const slice = Object.fromEntries(METRIC_IDS.map((id) => [id, pct[id]!.subarray(a, a + len)]));
@@ -600,14 +649,26 @@ export function boardOrder(composite: Float64Array, key: Float64Array, desc: boo
 }
 
 /**
- * The first `k` rows (in `before` order, sorted) among those whose `composite` is not NaN: one pass with a bounded
- * heap whose root is the worst row kept, so most rows cost one comparison with it.
+ * The first `k` rows in board order (`key` best first in direction `desc`, NaN keys last, ties by row) among `rows`
+ * (ascending) whose `composite` is not NaN: one pass with a bounded heap whose root is the worst row kept. Rows come
+ * in ascending order, so a row tied with the root comes after it: most rows cost one comparison of their key with the
+ * root's, inline.
  */
-function topK(composite: Float64Array, k: number, before: (a: number, b: number) => number): number[] {
+function topK(rows: Int32Array, composite: Float64Array, key: Float64Array, desc: boolean, k: number): number[] {
   if (k <= 0) return [];
+  /** a before b in board order (a - b < 0 on ties: rows are in wallet order) */
+  const before = (a: number, b: number): number => {
+    const ka = key[a]!;
+    const kb = key[b]!;
+    const na = ka !== ka;
+    const nb = kb !== kb;
+    if (na !== nb) return na ? 1 : -1; // nulls last, both directions
+    if (!na && ka !== kb) return desc ? kb - ka : ka - kb;
+    return a - b;
+  };
   const heap = new Int32Array(k);
   let size = 0;
-  // sift: the heap keeps the worst kept row (greatest in `before` order) at the root
+  // sift: the heap keeps the worst kept row (last in board order) at the root
   const down = (at: number) => {
     const x = heap[at]!;
     for (;;) {
@@ -621,9 +682,10 @@ function topK(composite: Float64Array, k: number, before: (a: number, b: number)
     }
     heap[at] = x;
   };
-  const n = composite.length;
-  for (let i = 0; i < n; i++) {
-    if (Number.isNaN(composite[i]!)) continue;
+  let rootKey = Number.NaN;
+  for (let g = 0; g < rows.length; g++) {
+    const i = rows[g]!;
+    if (composite[i] !== composite[i]) continue;
     if (size < k) {
       let at = size++;
       while (at > 0) {
@@ -633,10 +695,16 @@ function topK(composite: Float64Array, k: number, before: (a: number, b: number)
         at = parent;
       }
       heap[at] = i;
-    } else if (before(i, heap[0]!) < 0) {
-      heap[0] = i;
-      down(0);
+      rootKey = key[heap[0]!]!;
+      continue;
     }
+    // i comes before the root only with a key strictly better than the root's, or any key when the root's is NaN
+    const v = key[i]!;
+    if (v !== v) continue;
+    if (rootKey === rootKey && (desc ? v <= rootKey : v >= rootKey)) continue;
+    heap[0] = i;
+    down(0);
+    rootKey = key[heap[0]!]!;
   }
   return Array.from(heap.subarray(0, size)).sort(before);
 }

@@ -85,6 +85,7 @@ export class RankerCache implements RankerSource {
     }
     // the sorts run on a worker thread: requests go on meanwhile
     const engine = new RankingEngine(cols, await metricOrdersOffThread(cols));
+    await engine.warm();
     this.keepVersion(version, engine); // unless adopted meanwhile
     this.log(`rankers: version ${version} loaded (${engine.cols.n.toLocaleString()} wallets) in ${((performance.now() - t) / 1000).toFixed(1)} s`);
   }
