@@ -227,7 +227,7 @@ export class RankingEngine {
 
   /**
    * Compute every metric's rank keys now, a metric per step (~20-40 ms each at 2.8M rows), instead of on the first
-   * ranking that needs them: a service warms a version before it serves it, so no request pays for them.
+   * ranking that needs them: a service warms a loaded version between requests, so few requests pay for them.
    */
   async warm(pause: () => Promise<void> = yieldToEventLoop): Promise<void> {
     for (const id of METRIC_IDS) {

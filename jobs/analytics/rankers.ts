@@ -85,8 +85,10 @@ export class RankerCache implements RankerSource {
     }
     // the sorts run on a worker thread: requests go on meanwhile
     const engine = new RankingEngine(cols, await metricOrdersOffThread(cols));
-    await engine.warm();
     this.keepVersion(version, engine); // unless adopted meanwhile
+    // every metric's rank keys now, between requests: a ranking meanwhile computes the few it needs itself (a
+    // version without its engine would be ranked by the SQL pipeline, seconds at full scale)
+    if ((this.at(version) as VersionRanker | null)?.engine === engine) await engine.warm();
     this.log(`rankers: version ${version} loaded (${engine.cols.n.toLocaleString()} wallets) in ${((performance.now() - t) / 1000).toFixed(1)} s`);
   }
 }
