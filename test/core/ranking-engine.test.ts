@@ -11,7 +11,7 @@ import { fullBuild, loadMids } from '../../core/analytics/build.ts';
 import { refresh } from '../../core/analytics/refresh.ts';
 import { RankingEngine, boardOrder, loadRankColumns, metricOrders, sortedMeasured, writeBoards, type RankColumns } from '../../core/ranking-engine.ts';
 import { patchEngine } from '../../core/ranking-patch.ts';
-import { GATE_FIELDS, METRIC_IDS, PRESETS, RankingConfig, buildBoards, customRanking, type GateField, type MetricId } from '../../core/rankings.ts';
+import { GATE_FIELDS, breakdownIdsFor, METRIC_IDS, PRESETS, RankingConfig, buildBoards, customRanking, type GateField, type MetricId } from '../../core/rankings.ts';
 import { SMART_MONEY_TAGS } from '../../core/tags.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { metricOrdersOffThread } from '../../jobs/analytics/rank-orders.ts';
@@ -173,6 +173,59 @@ describe('engine = SQL', () => {
       }),
       { numRuns: 60 },
     );
+  }, 300_000);
+});
+
+describe('wide cohorts, deep pages and users with several wallets = SQL', () => {
+  // few filters, 1-4 weights, any order (the random configs above mostly gate down to a handful of rows)
+  const walkConfig = fc.record({
+    cohort: fc.record({ active_within_days: fc.constantFrom(10, 30), min_trades: fc.constantFrom(0, 5), exclude_clusters: fc.boolean() }, { requiredKeys: [] }),
+    gates: fc.array(fc.record({ field: fc.constantFrom('trade_count' as const, 'markets_traded' as const), op: fc.constant('gte' as const), value: fc.constantFrom(1, 3, 10) }), { maxLength: 1 }),
+    weights: fc.dictionary(metric, fc.constantFrom(0.5, 1, 2, 3), { minKeys: 1, maxKeys: 4 }),
+    sort_by: fc.oneof(fc.constant('composite' as const), fc.constant('composite' as const), metric),
+    sort_dir: fc.constantFrom('best_first' as const, 'worst_first' as const),
+    limit: fc.constantFrom(1, 10, 50, 100),
+    offset: fc.constantFrom(0, 7, 100),
+    extra_metrics: fc.subarray([...METRIC_IDS], { maxLength: 2 }),
+  });
+  // users with several wallets (one row per user, its best): a tenth of the wallets in groups of up to three, on a
+  // copy of the rank base restored afterwards
+  let linked: RankingEngine;
+  beforeAll(async () => {
+    await v.conn.run(`CREATE OR REPLACE TABLE rb_saved AS SELECT * FROM a_rank_base`);
+    await v.conn.run(`UPDATE a_rank_base SET linked_user_id = 'u' || (wallet_id % 97), user_key = 'u' || (wallet_id % 97) WHERE wallet_id % 10 = 3`);
+    linked = new RankingEngine(await loadRankColumns(duckRunner(v.conn)));
+  });
+  afterAll(async () => {
+    await v.conn.run(`DELETE FROM a_rank_base`);
+    await v.conn.run(`INSERT INTO a_rank_base SELECT * FROM rb_saved`);
+    await v.conn.run(`DROP TABLE rb_saved`);
+  });
+
+  it('rows, order, composites, breakdown and explain', async () => {
+    const engine = linked;
+    let pages = 0;
+    await fc.assert(
+      fc.asyncProperty(walkConfig, async (input) => {
+        const cfg = RankingConfig.parse(input);
+        const sql = await customRanking(duckRunner(v.conn), cfg, T);
+        const page = engine.rank(cfg, T.getTime() * 1000, breakdownIdsFor(cfg));
+        expect(page.explain).toEqual({ cohort: sql.cohort_size, counts: sql.explain.gates.slice(0, cfg.gates.length).map((g) => g.remaining), scored: sql.explain.gates[cfg.gates.length]!.remaining, total: sql.total_rows });
+        expect(page.rows.map((i) => addressOf.get(engine.cols.walletId[i]!))).toEqual(sql.rows.map((r) => r.proxy_wallet));
+        expect(page.ranks).toEqual(sql.rows.map((r) => r.rank));
+        page.composite.forEach((c, k) => expect(c).toBeCloseTo(sql.rows[k]!.composite_score, 9));
+        for (const id of breakdownIdsFor(cfg))
+          page.pct[id]!.forEach((p, k) => {
+            const want = sql.rows[k]!.breakdown[id];
+            if (want === null || want === undefined) expect(p).toBeNull();
+            else expect(p).toBeCloseTo(want, 9);
+          });
+        if (page.rows.length > 1) pages++;
+      }),
+      { numRuns: 80 },
+    );
+    // real pages, not the empty ones of a gated-out cohort
+    expect(pages).toBeGreaterThan(40);
   }, 300_000);
 });
 
