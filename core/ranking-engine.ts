@@ -140,10 +140,13 @@ interface Scored {
   counted: Map<MetricId, GatedCounts>;
 }
 
-/** A metric's gated measured rows counted by position in its order (RankingEngine.gatedCounts). */
+/**
+ * A metric's gated measured rows counted by position in its order (RankingEngine.gatedCounts): below[k] rows before
+ * position k; null when every row is gated, where below[k] is k itself.
+ */
 interface GatedCounts {
   n: number;
-  below: Int32Array;
+  below: Int32Array | null;
 }
 
 /** Run a generator of steps to its end (the synchronous form of a stepped computation). */
@@ -375,6 +378,8 @@ export class RankingEngine {
   private gatedCounts(id: MetricId, mask: Uint8Array, gated: Int32Array): GatedCounts {
     const order = this.order[id];
     const len = order.length;
+    // the whole cohort (no filter or gate took a row): every position counts, nothing to count
+    if (gated.length === this.cols.n) return { n: len, below: null };
     // positions 0..len, and len + 1 where the rows not measured count (see rankKeyOf); allocated per ranking, so an
     // engine holds no counts between rankings (they are 4 bytes a measured row and metric)
     const below = new Int32Array(len + 2);
@@ -417,6 +422,17 @@ export class RankingEngine {
     const den = this.den;
     const higherBetter = METRICS[id].better === 'higher';
     const len = this.order[id].length;
+    if (below === null) {
+      // every row gated: a row's count is its key itself
+      for (let g = 0; g < gated.length; g++) {
+        const r = rk[gated[g]!]!;
+        const ok = +(r <= len);
+        const p = percentRank(higherBetter ? r : n - r, n);
+        num[g]! += ok * weight * p;
+        den[g]! += ok * weight;
+      }
+      return;
+    }
     // branch-free on whether a row is measured (as good as random): a row not measured reads the finite count at
     // len + 1 and adds 0 x that. 1 x w x p is w x p exactly and x + 0 is x, so the sums are the same doubles.
     for (let g = 0; g < gated.length; g++) {
@@ -518,7 +534,8 @@ export class RankingEngine {
       const higherBetter = METRICS[id].better === 'higher';
       for (let k = 0; k < rows.length; k++) {
         const r = rk[rows[k]!]!;
-        pct[k] = n === 0 || r > len ? Number.NaN : percentRank(higherBetter ? below[r]! : n - below[r]!, n);
+        const at = below === null ? r : below[r]!;
+        pct[k] = n === 0 || r > len ? Number.NaN : percentRank(higherBetter ? at : n - at, n);
       }
       out[id] = pct;
       yield;
