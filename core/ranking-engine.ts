@@ -117,7 +117,15 @@ export interface RankedPage {
   explain: ExplainCounts;
 }
 
-const round9 = (x: number) => Math.round(x * 1e9) / 1e9;
+/**
+ * x rounded to 9 decimals as Math.round(x * 1e9) / 1e9 (half up), to the bit: the ceiling, less one when it is more
+ * than half above. Math.round was the slowest step of a composite pass (~10 ns a row here, this ~3 ns).
+ */
+export const round9 = (x: number): number => {
+  const y = x * 1e9;
+  const c = Math.ceil(y);
+  return (c - +(c - 0.5 > y)) / 1e9;
+};
 
 /**
  * percent_rank (0-100) of a row with `rank` rows strictly before its value (in the metric's direction: ties share a
@@ -131,9 +139,13 @@ interface Scored {
   mask: Uint8Array;
   /** the gated rows, ascending */
   gated: Int32Array;
+  /** the gated rows' composites, compact: the g-th gated row's at g (NaN where not scored or not its user's best row) */
   composite: Float64Array;
-  /** what the board is ordered by (best first in direction `desc`, NaN last; ties by row, which is wallet order) */
-  sortKey: Float64Array;
+  /**
+   * what the board is ordered by, by row (best first in direction `desc`, NaN last; ties by row, which is wallet
+   * order); null: the composite
+   */
+  sortKey: Float64Array | null;
   desc: boolean;
   explain: ExplainCounts;
   /** the metrics whose gated counts (gatedCounts) hold for this mask */
@@ -186,11 +198,13 @@ export class RankingEngine {
   private readonly multiRows: Int32Array;
   /** scratch columns reused by every rank() (synchronous, so never shared by two calls at once) */
   private readonly mask: Uint8Array;
-  /** the composite sums of the last score's gated rows (the g-th gated row at g) */
+  /** the composite sums of the last score's gated rows (the g-th gated row at g); num then holds its composites */
   private readonly num: Float64Array;
   private readonly den: Float64Array;
-  /** the last score's composite by row (NaN where not scored) */
+  /** a board's composite by row (NaN where not scored; a ranked page keeps the gated rows' compact) */
   private readonly composite: Float64Array;
+  /** every row has a trade (how loadRankColumns reads the base): the default cohort is then every row */
+  private readonly allTraded: boolean;
   /** the last score's gated rows, ascending (one slot more than rows: the branch-free fill writes one past the last) */
   private readonly gatedScratch: Int32Array;
   /**
@@ -234,6 +248,9 @@ export class RankingEngine {
     this.num = new Float64Array(cols.n);
     this.den = new Float64Array(cols.n);
     this.composite = new Float64Array(cols.n);
+    let traded = 0;
+    for (let i = 0; i < cols.n; i++) traded += +(cols.tradeCount[i]! > 0);
+    this.allTraded = traded === cols.n;
     this.gatedScratch = new Int32Array(cols.n + 1);
   }
 
@@ -258,8 +275,11 @@ export class RankingEngine {
     return indexOfSorted(this.cols.walletId, walletId);
   }
 
-  /** Rows in the cohort (1) before the gates (in the scratch mask); `gates` then keeps those passing every gate. */
-  private cohort(cfg: RankingConfig, asOfUs: number): Uint8Array {
+  /**
+   * Rows in the cohort (1) before the gates (in the scratch mask); `gates` then keeps those passing every gate.
+   * `whole`: no row is filtered out (the mask is all ones).
+   */
+  private cohort(cfg: RankingConfig, asOfUs: number): { mask: Uint8Array; whole: boolean } {
     const c = this.cols;
     const n = c.n;
     const mask = this.mask;
@@ -267,7 +287,16 @@ export class RankingEngine {
     // the default cohort is every row with a trade; each filter is its own loop, branch-free (mask &= +(test)): which
     // rows pass is as good as random in wallet order, and a branch on it is mispredicted half the time (8x slower)
     const tradeCount = c.tradeCount;
-    for (let i = 0; i < n; i++) mask[i] = +(tradeCount[i]! > 0);
+    if (this.allTraded) mask.fill(1);
+    else for (let i = 0; i < n; i++) mask[i] = +(tradeCount[i]! > 0);
+    const whole =
+      this.allTraded &&
+      co.active_within_days === undefined &&
+      co.best_category === undefined &&
+      co.min_trades === undefined &&
+      co.min_volume_usdc === undefined &&
+      !co.tags_any?.length &&
+      !co.exclude_clusters;
     if (co.active_within_days !== undefined) {
       const since = asOfUs - co.active_within_days * DAY_US;
       const last = c.lastTradeUs;
@@ -299,15 +328,15 @@ export class RankingEngine {
       const size = c.clusterSize;
       for (let i = 0; i < n; i++) mask[i]! &= +(size[i] === 1);
     }
-    return mask;
+    return { mask, whole };
   }
 
   /** Apply the gates in order to the cohort mask (in place); the rows remaining after each. */
-  private gates(cfg: RankingConfig, mask: Uint8Array): { cohort: number; counts: number[]; gated: Int32Array } {
+  private gates(cfg: RankingConfig, { mask, whole }: { mask: Uint8Array; whole: boolean }): { cohort: number; counts: number[]; gated: Int32Array } {
     const c = this.cols;
     const n = c.n;
-    let cohort = 0;
-    for (let i = 0; i < n; i++) cohort += mask[i]!;
+    let cohort = whole ? n : 0;
+    if (!whole) for (let i = 0; i < n; i++) cohort += mask[i]!;
     const counts: number[] = [];
     for (const g of cfg.gates) {
       const col = c.gate[g.field];
@@ -342,10 +371,12 @@ export class RankingEngine {
     // the gated rows, ascending (branch-free: every row is written, the count moves on only past a gated one)
     const g = counts.length ? counts[counts.length - 1]! : cohort;
     const gated = this.gatedScratch;
-    for (let i = 0, k = 0; i < n; i++) {
-      gated[k] = i;
-      k += mask[i]!;
-    }
+    if (g === n) for (let i = 0; i < n; i++) gated[i] = i;
+    else
+      for (let i = 0, k = 0; i < n; i++) {
+        gated[k] = i;
+        k += mask[i]!;
+      }
     return { cohort, counts, gated: gated.subarray(0, g) };
   }
 
@@ -422,11 +453,11 @@ export class RankingEngine {
   /**
    * Add `weight` x each gated measured row's percentile of `id` to the composite sums of the gated rows (num[g],
    * den[g] for the g-th gated row; counts from gatedCounts). A pass per metric: its counts stay in cache (a pass over
-   * every weighted metric at once read them all at random and was slower).
+   * every weighted metric at once, the sums in registers, was slower: 1.1-2.5x with 2 to 7 metrics).
    */
-  private addWeighted(id: MetricId, counts: GatedCounts, gated: Int32Array, weight: number): void {
+  private addWeighted(id: MetricId, counts: GatedCounts, gated: Int32Array, weight: number, first: boolean): boolean {
     const n = counts.n;
-    if (n === 0) return;
+    if (n === 0) return false;
     const rk = this.rankKeyOf(id);
     const num = this.num;
     const den = this.den;
@@ -435,29 +466,31 @@ export class RankingEngine {
     // branch-free on whether a row is measured (as good as random): a row not measured reads the finite count at
     // len + 1 (or its key itself) and adds 0 x that. 1 x w x p is w x p exactly and x + 0 is x, so the sums are the
     // same doubles. gatedRank inline, one loop per kind of counts: the hottest loop of a ranking (a call per row
-    // cost a quarter more on a config weighting every metric)
+    // cost a quarter more on a config weighting every metric). The first metric's pass writes the sums (0 + x is x:
+    // x is never -0), so they need no clearing pass
     const below = counts.below;
     if (below === null)
       for (let g = 0; g < gated.length; g++) {
         const r = rk[gated[g]!]!;
         const ok = +(r <= len);
         const p = percentRank(higherBetter ? r : n - r, n);
-        num[g]! += ok * weight * p;
-        den[g]! += ok * weight;
+        num[g] = (first ? 0 : num[g]!) + ok * weight * p;
+        den[g] = (first ? 0 : den[g]!) + ok * weight;
       }
     else
       for (let g = 0; g < gated.length; g++) {
         const r = rk[gated[g]!]!;
         const ok = +(r <= len);
         const p = percentRank(higherBetter ? below[r]! : n - below[r]!, n);
-        num[g]! += ok * weight * p;
-        den[g]! += ok * weight;
+        num[g] = (first ? 0 : num[g]!) + ok * weight * p;
+        den[g] = (first ? 0 : den[g]!) + ok * weight;
       }
+    return true;
   }
 
   /**
-   * Score `cfg` as of T: the gated mask and rows, every row's composite (NaN where not scored or not its user's best
-   * row), the explain counts and the board's sort key. The columns are the engine's scratch: valid until the next
+   * Score `cfg` as of T: the gated mask and rows, the gated rows' composites (compact; NaN where not scored or not
+   * its user's best row), the explain counts and the board's sort key. The columns are the engine's scratch: valid until the next
    * call.
    */
   private score(cfg: RankingConfig, asOfUs: number): Scored {
@@ -466,53 +499,66 @@ export class RankingEngine {
 
   /** score() in steps: it yields after the cohort and gates and after each weighted metric's walk. */
   private *scoreSteps(cfg: RankingConfig, asOfUs: number): Generator<void, Scored> {
-    const mask = this.cohort(cfg, asOfUs);
-    const { cohort, counts, gated } = this.gates(cfg, mask);
+    const inCohort = this.cohort(cfg, asOfUs);
+    const mask = inCohort.mask;
+    const { cohort, counts, gated } = this.gates(cfg, inCohort);
     yield;
     // the sums of the gated rows, compact: every later pass reads the gated rows only
     const g = gated.length;
-    const num = this.num.fill(0, 0, g);
-    const den = this.den.fill(0, 0, g);
+    const num = this.num;
+    const den = this.den;
     const counted = new Map<MetricId, GatedCounts>();
+    let summed = false;
     for (const [id, w] of Object.entries(cfg.weights) as [MetricId, number][]) {
       if ((w ?? 0) > 0) {
         const counts = this.gatedCounts(id, mask, gated);
         counted.set(id, counts);
-        this.addWeighted(id, counts, gated, w);
+        if (this.addWeighted(id, counts, gated, w, !summed)) summed = true;
         yield;
       }
     }
+    // no weighted metric measured in the gated rows: every sum is 0 (and every composite 0 / 0, NaN)
+    if (!summed) {
+      num.fill(0, 0, g);
+      den.fill(0, 0, g);
+    }
     // composite = sum(w * pct) / sum(w) over the measured weighted metrics; scored = at least one of them measured
-    // (0 / 0 is NaN: a gated row measured in none stays unscored without a branch)
-    const composite = this.composite.fill(Number.NaN);
+    // (0 / 0 is NaN: a gated row measured in none stays unscored without a branch). Compact, over the sums: written
+    // by row, it cost a fill and a scatter of n doubles, and the page's pass read it at random
+    const composite = num.subarray(0, g);
     let scored = 0;
     for (let k = 0; k < g; k++) {
-      composite[gated[k]!] = round9(num[k]! / den[k]!);
       scored += +(den[k]! > 0);
+      composite[k] = round9(num[k]! / den[k]!);
     }
-    return this.ordered(cfg, mask, gated, scored, cohort, counts, counted);
+    return this.ordered(cfg, mask, gated, composite, scored, cohort, counts, counted);
   }
 
-  /** One row per user, the board order (the rest of score()). */
-  private ordered(cfg: RankingConfig, mask: Uint8Array, gated: Int32Array, scored: number, cohort: number, counts: number[], counted: Map<MetricId, GatedCounts>): Scored {
-    const c = this.cols;
-    const composite = this.composite;
+  /** One row per user, the board order (the rest of score()). `composite`: the gated rows', compact (score's). */
+  private ordered(cfg: RankingConfig, mask: Uint8Array, gated: Int32Array, composite: Float64Array, scored: number, cohort: number, counts: number[], counted: Map<MetricId, GatedCounts>): Scored {
     let total = scored;
-    // one row per user: its best composite (ties: the smaller wallet id)
+    // one row per user: its best composite (ties: the smaller wallet id, the first of its rows: they are ascending,
+    // in wallet order). A gated row's composite is at its position among the gated rows (a binary search: users
+    // with several wallets are few)
     const ms = this.multiStart;
     const mr = this.multiRows;
-    const wid = c.walletId;
+    const whole = gated.length === this.cols.n;
     for (let k = 0; k + 1 < ms.length; k++) {
       let best = -1;
       for (let j = ms[k]!; j < ms[k + 1]!; j++) {
         const i = mr[j]!;
-        if (Number.isNaN(composite[i]!)) continue;
-        if (best < 0 || composite[i]! > composite[best]! || (composite[i] === composite[best] && wid[i]! < wid[best]!)) best = i;
+        if (!mask[i]) continue;
+        const at = whole ? i : indexOfSorted(gated, i);
+        const v = composite[at]!;
+        if (v === v && (best < 0 || v > composite[best]!)) best = at;
       }
+      if (best < 0) continue;
       for (let j = ms[k]!; j < ms[k + 1]!; j++) {
         const i = mr[j]!;
-        if (i !== best && !Number.isNaN(composite[i]!)) {
-          composite[i] = Number.NaN;
+        if (!mask[i]) continue;
+        const at = whole ? i : indexOfSorted(gated, i);
+        if (at !== best && composite[at] === composite[at]) {
+          composite[at] = Number.NaN;
           total--;
         }
       }
@@ -520,8 +566,8 @@ export class RankingEngine {
     // the sort key: composite, or a metric's raw value (nulls last), best first unless worst_first
     const sortMetric = cfg.sort_by === 'composite' ? null : cfg.sort_by;
     const desc = sortMetric === null ? cfg.sort_dir === 'best_first' : (METRICS[sortMetric].better === 'higher') === (cfg.sort_dir === 'best_first');
-    const keyOf = sortMetric === null ? composite : c.value[sortMetric];
-    return { mask, gated, composite, sortKey: keyOf, desc, explain: { cohort, counts, scored, total }, counted };
+    const sortKey = sortMetric === null ? null : this.cols.value[sortMetric];
+    return { mask, gated, composite, sortKey, desc, explain: { cohort, counts, scored, total }, counted };
   }
 
   /** Percentiles of `rows` (within the gated mask) for each metric, NaN where not measured. */
@@ -559,11 +605,12 @@ export class RankingEngine {
   rank(cfg: RankingConfig, asOfUs: number, breakdown: readonly MetricId[]): RankedPage {
     const { mask, gated, composite, sortKey, desc, explain, counted } = this.score(cfg, asOfUs);
     const want = Math.min(explain.total, cfg.offset + cfg.limit);
-    const pageRows = topK(gated, composite, sortKey, desc, want).slice(cfg.offset, cfg.offset + cfg.limit);
+    const page = topK(gated, composite, sortKey, desc, want).slice(cfg.offset, cfg.offset + cfg.limit);
+    const pageRows = page.map((at) => gated[at]!);
     return {
       rows: pageRows,
       ranks: pageRows.map((_, k) => cfg.offset + k + 1),
-      composite: pageRows.map((i) => composite[i]!),
+      composite: page.map((at) => composite[at]!),
       pct: Object.fromEntries(Object.entries(this.rowPercentiles(mask, gated, pageRows, breakdown, counted)).map(([id, p]) => [id, Array.from(p, (x) => (Number.isNaN(x) ? null : x))])),
       explain,
     };
@@ -583,9 +630,13 @@ export class RankingEngine {
    * so only an engine no request ranks with (a version not yet published) is scored this way.
    */
   *boardSteps(cfg: RankingConfig, asOfUs: number, onRows: BoardRows, sliceRows = BOARD_SLICE_ROWS): Generator<void, ExplainCounts> {
-    const { mask, gated, composite, sortKey, desc, explain, counted } = yield* this.scoreSteps(cfg, asOfUs);
+    const scored = yield* this.scoreSteps(cfg, asOfUs);
+    const { mask, gated, desc, explain, counted } = scored;
+    // the composite by row, as boardOrder sorts it
+    const composite = this.composite.fill(Number.NaN);
+    for (let k = 0; k < gated.length; k++) composite[gated[k]!] = scored.composite[k]!;
     yield;
-    const ranked = boardOrder(composite, sortKey, desc);
+    const ranked = boardOrder(composite, scored.sortKey ?? composite, desc);
     const scores = new Float64Array(ranked.length);
     for (let k = 0; k < ranked.length; k++) scores[k] = composite[ranked[k]!]!;
     yield;
@@ -675,17 +726,19 @@ export function boardOrder(composite: Float64Array, key: Float64Array, desc: boo
 }
 
 /**
- * The first `k` rows in board order (`key` best first in direction `desc`, NaN keys last, ties by row) among `rows`
- * (ascending) whose `composite` is not NaN: one pass with a bounded heap whose root is the worst row kept. Rows come
- * in ascending order, so a row tied with the root comes after it: most rows cost one comparison of their key with the
- * root's, inline.
+ * The first `k` gated rows in board order whose composite is not NaN, as positions among `gated` (ascending rows):
+ * `composite` is the gated rows' (compact), `rowKey` the sort key by row, or null to sort by the composite; best
+ * first in direction `desc`, NaN keys last, ties by row. One pass with a bounded heap whose root is the worst row
+ * kept. Rows come in ascending order, so a row tied with the root comes after it: most rows cost one comparison of
+ * their key with the root's, inline.
  */
-function topK(rows: Int32Array, composite: Float64Array, key: Float64Array, desc: boolean, k: number): number[] {
+function topK(gated: Int32Array, composite: Float64Array, rowKey: Float64Array | null, desc: boolean, k: number): number[] {
   if (k <= 0) return [];
-  /** a before b in board order (a - b < 0 on ties: rows are in wallet order) */
+  const keyAt = rowKey === null ? (at: number) => composite[at]! : (at: number) => rowKey[gated[at]!]!;
+  /** a before b in board order (a - b < 0 on ties: positions follow wallet order) */
   const before = (a: number, b: number): number => {
-    const ka = key[a]!;
-    const kb = key[b]!;
+    const ka = keyAt(a);
+    const kb = keyAt(b);
     const na = ka !== ka;
     const nb = kb !== kb;
     if (na !== nb) return na ? 1 : -1; // nulls last, both directions
@@ -708,30 +761,40 @@ function topK(rows: Int32Array, composite: Float64Array, key: Float64Array, desc
     }
     heap[at] = x;
   };
-  let rootKey = Number.NaN;
-  for (let g = 0; g < rows.length; g++) {
-    const i = rows[g]!;
-    if (composite[i] !== composite[i]) continue;
+  const push = (at: number) => {
     if (size < k) {
-      let at = size++;
-      while (at > 0) {
-        const parent = (at - 1) >> 1;
-        if (before(heap[parent]!, i) >= 0) break;
-        heap[at] = heap[parent]!;
-        at = parent;
+      let h = size++;
+      while (h > 0) {
+        const parent = (h - 1) >> 1;
+        if (before(heap[parent]!, at) >= 0) break;
+        heap[h] = heap[parent]!;
+        h = parent;
       }
-      heap[at] = i;
-      rootKey = key[heap[0]!]!;
-      continue;
+      heap[h] = at;
+    } else {
+      heap[0] = at;
+      down(0);
     }
-    // i comes before the root only with a key strictly better than the root's, or any key when the root's is NaN
-    const v = key[i]!;
-    if (v !== v) continue;
-    if (rootKey === rootKey && (desc ? v <= rootKey : v >= rootKey)) continue;
-    heap[0] = i;
-    down(0);
-    rootKey = key[heap[0]!]!;
-  }
+    return keyAt(heap[0]!);
+  };
+  // a row comes before the root only with a key strictly better than the root's, or any key when the root's is NaN
+  // (two loops, so that a row costs no call: the key is read inline)
+  let rootKey = Number.NaN;
+  const n = gated.length;
+  if (rowKey === null)
+    for (let at = 0; at < n; at++) {
+      const v = composite[at]!;
+      if (v !== v) continue;
+      if (size === k && rootKey === rootKey && (desc ? v <= rootKey : v >= rootKey)) continue;
+      rootKey = push(at);
+    }
+  else
+    for (let at = 0; at < n; at++) {
+      if (composite[at] !== composite[at]) continue;
+      const v = rowKey[gated[at]!]!;
+      if (size === k && (v !== v || (rootKey === rootKey && (desc ? v <= rootKey : v >= rootKey)))) continue;
+      rootKey = push(at);
+    }
   return Array.from(heap.subarray(0, size)).sort(before);
 }
 

@@ -9,7 +9,7 @@ import { getAddress } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fullBuild, loadMids } from '../../core/analytics/build.ts';
 import { refresh } from '../../core/analytics/refresh.ts';
-import { RankingEngine, boardOrder, loadRankColumns, metricOrders, sortedMeasured, writeBoards, type RankColumns } from '../../core/ranking-engine.ts';
+import { RankingEngine, boardOrder, loadRankColumns, metricOrders, round9, sortedMeasured, writeBoards, type RankColumns } from '../../core/ranking-engine.ts';
 import { patchEngine } from '../../core/ranking-patch.ts';
 import { GATE_FIELDS, breakdownIdsFor, METRIC_IDS, PRESETS, RankingConfig, buildBoards, customRanking, type GateField, type MetricId } from '../../core/rankings.ts';
 import { SMART_MONEY_TAGS } from '../../core/tags.ts';
@@ -358,4 +358,26 @@ describe('a refresh hands on a patched engine equal to the one its rank base loa
   it('on a day the sharp cutoff moves', async () => {
     expect((await refreshWindow('2026-10-31', '00:30', '23:30')).cutoffMoved).toBe(true);
   }, 300_000);
+});
+
+describe('round9', () => {
+  // the composite's rounding: the engine's must be Math.round(x * 1e9) / 1e9 to the bit (as the SQL boards round)
+  const reference = (x: number) => Math.round(x * 1e9) / 1e9;
+  it('worked by hand: half up at the ninth decimal, ties toward +infinity', () => {
+    expect(round9(12.3456789014)).toBe(12.345678901);
+    expect(round9(12.3456789016)).toBe(12.345678902);
+    expect(round9(0.0000000005)).toBe(0.000000001); // 0.5 at the ninth decimal: up
+    expect(round9(-0.0000000005)).toBe(-0); // -0.5: toward +infinity, as Math.round(-0.5) is -0
+    expect(Object.is(round9(-0.0000000001), -0)).toBe(true);
+    expect(round9(Number.NaN)).toBeNaN();
+  });
+  it('equals Math.round(x * 1e9) / 1e9 on percentiles, composites, half-way points and any double', () => {
+    const halfway = fc.tuple(fc.integer({ min: -1e11, max: 1e11 }), fc.constantFrom(-1, 0, 1)).map(([k, d]) => (k + 0.5) / 1e9 + d * Number.EPSILON);
+    fc.assert(
+      fc.property(fc.oneof(fc.double({ min: 0, max: 100, noNaN: true }), fc.double({ noNaN: true, min: -1e6, max: 1e6 }), halfway, fc.double()), (x) => {
+        expect(Object.is(round9(x), reference(x))).toBe(true);
+      }),
+      { numRuns: 20_000 },
+    );
+  });
 });
