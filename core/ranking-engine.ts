@@ -154,11 +154,13 @@ interface Scored {
 
 /**
  * A metric's gated measured rows counted by position in its order (RankingEngine.gatedCounts): below[k] rows before
- * position k; null when every row is gated, where below[k] is k itself.
+ * position k; null when every row is gated, where below[k] is k itself. Or, for many gated rows, `byRow`: each gated
+ * measured row's rank (gatedRank's result) at the row itself.
  */
 interface GatedCounts {
   n: number;
   below: Int32Array | null;
+  byRow?: Int32Array;
 }
 
 /**
@@ -214,6 +216,14 @@ export class RankingEngine {
    * passes need no branch on it)
    */
   private readonly rankKeys = new Map<MetricId, Int32Array>();
+  /**
+   * per metric, with its rank keys: a bit per position of its order, set where a run of equal values starts (higher
+   * is better) or ends (lower is better) — where a walk of the order takes a new rank
+   */
+  private readonly runEdges = new Map<MetricId, Int32Array>();
+  /** the last score's gated mask, a bit per row (32 rows a word), packed on first use by a walk (gatedCounts) */
+  private readonly maskBits: Int32Array;
+  private maskBitsPacked = false;
 
   /** `orders`: each metric's measured rows in value order (metricOrders; a service computes them off its event loop) */
   constructor(
@@ -252,6 +262,7 @@ export class RankingEngine {
     for (let i = 0; i < cols.n; i++) traded += +(cols.tradeCount[i]! > 0);
     this.allTraded = traded === cols.n;
     this.gatedScratch = new Int32Array(cols.n + 1);
+    this.maskBits = new Int32Array((cols.n + 31) >>> 5);
   }
 
   /**
@@ -284,6 +295,7 @@ export class RankingEngine {
     const n = c.n;
     const mask = this.mask;
     const co = cfg.cohort;
+    this.maskBitsPacked = false;
     // the default cohort is every row with a trade; each filter is its own loop, branch-free (mask &= +(test)): which
     // rows pass is as good as random in wallet order, and a branch on it is mispredicted half the time (8x slower)
     const tradeCount = c.tradeCount;
@@ -391,21 +403,25 @@ export class RankingEngine {
     const val = this.cols.value[id];
     const len = order.length;
     const key = new Int32Array(this.cols.n).fill(len + 1);
+    const edges = new Int32Array((len + 31) >>> 5);
     // -0 and 0 are one value (v !== prev is false), as everywhere ties are compared
     if (METRICS[id].better === 'higher') {
       let start = 0;
       for (let k = 0; k < len; k++) {
         if (k > 0 && val[order[k]!]! !== val[order[k - 1]!]!) start = k;
         key[order[k]!] = start;
+        if (start === k) edges[k >>> 5]! |= 1 << (k & 31);
       }
     } else {
       let end = len;
       for (let k = len - 1; k >= 0; k--) {
         if (k < len - 1 && val[order[k]!]! !== val[order[k + 1]!]!) end = k + 1;
         key[order[k]!] = end;
+        if (end === k + 1) edges[k >>> 5]! |= 1 << (k & 31);
       }
     }
     this.rankKeys.set(id, key);
+    this.runEdges.set(id, edges);
     return key;
   }
 
@@ -422,16 +438,8 @@ export class RankingEngine {
     if (gated.length === this.cols.n) return { n: len, below: null };
     // positions 0..len, and len + 1 where the rows not measured count (see rankKeyOf); allocated per ranking, so an
     // engine holds no counts between rankings (they are 4 bytes a measured row and metric)
+    if (gated.length * 2 >= len) return this.gatedRanksByRow(id, mask);
     const below = new Int32Array(len + 2);
-    if (gated.length * 2 >= len) {
-      let acc = 0;
-      for (let k = 0; k < len; k++) {
-        below[k] = acc;
-        acc += mask[order[k]!]!;
-      }
-      below[len] = acc;
-      return { n: acc, below };
-    }
     const rk = this.rankKeyOf(id);
     for (let g = 0; g < gated.length; g++) below[rk[gated[g]!]!]!++;
     const n = gated.length - below[len + 1]!;
@@ -448,6 +456,55 @@ export class RankingEngine {
         below[k] = acc;
       }
     return { n, below };
+  }
+
+  /**
+   * gatedCounts for many gated rows: one walk of the metric's order (backwards for lower is better) counting the gated
+   * rows passed, which writes each row's rank at the row — the count where its run began. The mask is read as bits
+   * (2.8M rows in 350 KB, in cache where the byte mask was not), and the writes at random rows cost less than the
+   * reads at random positions a count by position needs later (measured: the walk and a composite pass ~30% faster).
+   */
+  private gatedRanksByRow(id: MetricId, mask: Uint8Array): GatedCounts {
+    const order = this.order[id];
+    const len = order.length;
+    this.rankKeyOf(id);
+    const edges = this.runEdges.get(id)!;
+    const bits = this.packedMask(mask);
+    // every row of the order is written (a row not gated too: no branch), so nothing is read unwritten
+    const byRow = new Int32Array(this.cols.n);
+    let acc = 0;
+    let run = 0;
+    if (METRICS[id].better === 'higher')
+      for (let k = 0; k < len; k++) {
+        const row = order[k]!;
+        const edge = (edges[k >>> 5]! >>> (k & 31)) & 1;
+        run = edge * acc + (1 - edge) * run;
+        byRow[row] = run;
+        acc += (bits[row >>> 5]! >>> (row & 31)) & 1;
+      }
+    else
+      for (let k = len - 1; k >= 0; k--) {
+        const row = order[k]!;
+        const edge = (edges[k >>> 5]! >>> (k & 31)) & 1;
+        run = edge * acc + (1 - edge) * run;
+        byRow[row] = run;
+        acc += (bits[row >>> 5]! >>> (row & 31)) & 1;
+      }
+    return { n: acc, below: null, byRow };
+  }
+
+  /** The score's gated mask as bits (maskBits), packed once per score. */
+  private packedMask(mask: Uint8Array): Int32Array {
+    const bits = this.maskBits;
+    if (this.maskBitsPacked) return bits;
+    const n = this.cols.n;
+    for (let w = 0, i = 0; w < bits.length; w++) {
+      let x = 0;
+      for (let b = 0; b < 32 && i < n; b++, i++) x |= mask[i]! << b;
+      bits[w] = x;
+    }
+    this.maskBitsPacked = true;
+    return bits;
   }
 
   /**
@@ -469,7 +526,16 @@ export class RankingEngine {
     // cost a quarter more on a config weighting every metric). The first metric's pass writes the sums (0 + x is x:
     // x is never -0), so they need no clearing pass
     const below = counts.below;
-    if (below === null)
+    const byRow = counts.byRow;
+    if (byRow !== undefined)
+      for (let g = 0; g < gated.length; g++) {
+        const i = gated[g]!;
+        const ok = +(rk[i]! <= len);
+        const p = percentRank(byRow[i]!, n);
+        num[g] = (first ? 0 : num[g]!) + ok * weight * p;
+        den[g] = (first ? 0 : den[g]!) + ok * weight;
+      }
+    else if (below === null)
       for (let g = 0; g < gated.length; g++) {
         const r = rk[gated[g]!]!;
         const ok = +(r <= len);
@@ -590,7 +656,8 @@ export class RankingEngine {
       const higherBetter = METRICS[id].better === 'higher';
       for (let k = 0; k < rows.length; k++) {
         const r = rk[rows[k]!]!;
-        pct[k] = counts.n === 0 || r > len ? Number.NaN : percentRank(gatedRank(counts, r, higherBetter), counts.n);
+        const rank = counts.byRow !== undefined ? counts.byRow[rows[k]!]! : gatedRank(counts, r, higherBetter);
+        pct[k] = counts.n === 0 || r > len ? Number.NaN : percentRank(rank, counts.n);
       }
       out[id] = pct;
       yield;
