@@ -14,7 +14,7 @@ import { MIN_RESOLVED_MARKETS } from './calibration.ts';
 import { tsLiteral, type AsOf, type QueryRunner } from './query.ts';
 import { SMART_MONEY_TAGS } from './tags.ts';
 import { COPY_RULES, verdictFor } from './trader/index.ts';
-import { VERDICT_ROW_COLUMNS, verdictInputsFromRow } from './wallet-style.ts';
+import { verdictInputsFromRow } from './wallet-style.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Metric catalogue and gateable fields
@@ -552,31 +552,16 @@ function clusterId(address: string): string {
 }
 
 /**
- * The rank-base columns a ranking row is built from (assembleRows, and the verdict: a VerdictOf reads
- * VERDICT_ROW_COLUMNS). A custom ranking's page reads only these: DuckDB joins a `wallet_id IN (...)` list against
- * every row of the base, and the time goes with the columns it carries (at 2.8M rows: 40 ms for all, 20 for these).
+ * The rank-base columns a ranking row is built from (assembleRows: ROW_COLUMNS, the wallet and its last trade). A
+ * custom ranking's page reads only these: DuckDB joins a `wallet_id IN (...)` list against every row of the base, and
+ * the time goes with the columns it carries (at 2.8M rows: 40 ms for all 60, 20 for these).
  */
-const PAGE_ROW_COLUMNS = [
-  ...new Set([
-    'wallet_id',
-    'address',
-    'username',
-    'pseudonym',
-    'profile_image',
-    'verified',
-    'linked_user_id',
-    'cluster_address',
-    'cluster_size',
-    'realized_pnl',
-    'lifetime_volume_usdc',
-    'trade_count',
-    'markets_traded',
-    'win_rate_pct',
-    'brier',
-    'last_trade_at',
-    ...VERDICT_ROW_COLUMNS,
-  ]),
-];
+const PAGE_ROW_COLUMNS = ['wallet_id', 'last_trade_at', ...ROW_COLUMNS];
+
+/** A stored board's columns a page reads (PAGE_ROW_COLUMNS, its rank and composite, and the breakdown's). */
+function boardPageColumns(breakdown: readonly MetricId[]): string {
+  return [...PAGE_ROW_COLUMNS, 'rank', 'composite_score', ...breakdown.flatMap((id) => [`pct_${id}`, `ms_${id}`])].join(', ');
+}
 
 async function assembleRows(
   db: QueryRunner,
@@ -679,11 +664,13 @@ export async function presetRanking(db: QueryRunner, slug: string, overridesInpu
   // The board is stored in (preset, rank) order: the plain view is a rank range (zone maps skip the rest); a narrowed
   // or re-sorted view picks its wallet ids with a narrow top-N first, then reads only those wide rows.
   let board: Record<string, unknown>[];
+  // only the columns the page shows (the board is ~90 columns wide: all of them cost 11 ms of a 16 ms preset at 2.8M)
+  const columns = boardPageColumns(breakdownIdsFor(cfg));
   if (!narrowed && cfg.sort_by === 'composite') {
-    board = await db.all(`SELECT * FROM a_board WHERE preset = '${preset.slug}' AND rank > ${cfg.offset} AND rank <= ${cfg.offset + cfg.limit} ORDER BY rank`);
+    board = await db.all(`SELECT ${columns} FROM a_board WHERE preset = '${preset.slug}' AND rank > ${cfg.offset} AND rank <= ${cfg.offset + cfg.limit} ORDER BY rank`);
   } else {
     const ids = (await db.all<{ wallet_id: number }>(`SELECT wallet_id FROM a_board WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${cfg.limit} OFFSET ${cfg.offset}`)).map((r) => Number(r.wallet_id));
-    const wide = ids.length ? await db.all<Record<string, unknown>>(`SELECT * FROM a_board WHERE preset = '${preset.slug}' AND wallet_id IN (${ids.join(',')})`) : [];
+    const wide = ids.length ? await db.all<Record<string, unknown>>(`SELECT ${columns} FROM a_board WHERE preset = '${preset.slug}' AND wallet_id IN (${ids.join(',')})`) : [];
     const byId = new Map(wide.map((r) => [Number(r.wallet_id), r]));
     board = ids.map((id) => byId.get(id)!);
   }
