@@ -22,6 +22,8 @@ import type { AsOf, ColumnarRunner } from './query.ts';
 import { SMART_MONEY_TAGS } from './tags.ts';
 
 const DAY_US = 86_400_000_000;
+/** rank columns an engine keeps between scores (RankingEngine.rankScratch): 4 bytes a row each */
+const RANK_SCRATCH = 4;
 /** Rows per onRows call of a board (a writer's loop over them holds the event loop ~10 ms) */
 const BOARD_SLICE_ROWS = 25_000;
 
@@ -153,24 +155,24 @@ interface Scored {
 }
 
 /**
- * A metric's gated measured rows counted by position in its order (RankingEngine.gatedCounts): below[k] rows before
- * position k; null when every row is gated, where below[k] is k itself. Or, for many gated rows, `byRow`: each gated
- * measured row's rank (gatedRank's result) at the row itself.
+ * A metric's gated measured rows (RankingEngine.gatedCounts): n of them, and each one's rank — the gated rows
+ * strictly before it in the metric's direction (percentRank's `rank`) — at the row itself in `byRow`; null when every
+ * row is gated, where the rank is the row's rank key itself (higher is better) or n less it (lower is better).
  */
 interface GatedCounts {
   n: number;
-  below: Int32Array | null;
-  byRow?: Int32Array;
+  byRow: Int32Array | null;
 }
 
-/**
- * The gated rows strictly before rank key `r` in the metric's direction (percentRank's `rank`): below the key for a
- * higher-is-better metric, from the key on for a lower-is-better one.
- */
-const gatedRank = ({ n, below }: GatedCounts, r: number, higherBetter: boolean): number => {
-  const at = below === null ? r : below[r]!;
-  return higherBetter ? at : n - at;
-};
+/** A weighted metric of a ranking, with its gated counts (at least one gated row measured). */
+interface Weighted {
+  id: MetricId;
+  weight: number;
+  counts: GatedCounts;
+}
+
+/** Row i's rank among the gated rows (its rank key r; a row measured in the metric). */
+const gatedRank = ({ n, byRow }: GatedCounts, i: number, r: number, higherBetter: boolean): number => (byRow !== null ? byRow[i]! : higherBetter ? r : n - r);
 
 /** Run a generator of steps to its end (the synchronous form of a stepped computation). */
 function drain<R>(steps: Generator<void, R>): R {
@@ -224,6 +226,14 @@ export class RankingEngine {
   /** the last score's gated mask, a bit per row (32 rows a word), packed on first use by a walk (gatedCounts) */
   private readonly maskBits: Int32Array;
   private maskBitsPacked = false;
+  /**
+   * scratch rank columns (GatedCounts.byRow) the score's metrics take in turn, kept for the next score up to
+   * RANK_SCRATCH of them: an array of 11 MB per metric and ranking at 2.8M rows cost a garbage collection nearly
+   * every ranking. A column holds stale ranks where the score writes none: rows it never reads (not gated), or
+   * rows not measured, which add 0 x a finite rank
+   */
+  private readonly rankScratch: Int32Array[] = [];
+  private rankScratchUsed = 0;
 
   /** `orders`: each metric's measured rows in value order (metricOrders; a service computes them off its event loop) */
   constructor(
@@ -296,6 +306,7 @@ export class RankingEngine {
     const mask = this.mask;
     const co = cfg.cohort;
     this.maskBitsPacked = false;
+    this.rankScratchUsed = 0;
     // the default cohort is every row with a trade; each filter is its own loop, branch-free (mask &= +(test)): which
     // rows pass is as good as random in wallet order, and a branch on it is mispredicted half the time (8x slower)
     const tradeCount = c.tradeCount;
@@ -426,25 +437,26 @@ export class RankingEngine {
   }
 
   /**
-   * Count a metric's gated measured rows by position in its order: afterwards below[k] is the number of gated rows
-   * before position k, at least at every position a rank key names (rankKeyOf). Returns n, the gated measured rows.
-   * Many gated rows: one walk of the order reading the mask (a byte per row, below[k] at every k). Few: a count per
-   * gated row at its rank key, then a prefix sum — exclusive for run starts, inclusive for run ends.
+   * Count a metric's gated measured rows and rank each (GatedCounts). The whole cohort: nothing to count. Many gated
+   * rows: one walk of the order (gatedRanksByRow). Few: a count per gated row at its rank key, a prefix sum —
+   * exclusive for run starts, inclusive for run ends — so that below[k] is the gated rows before position k at every
+   * position a key names, then each gated row's rank from its key.
    */
   private gatedCounts(id: MetricId, mask: Uint8Array, gated: Int32Array): GatedCounts {
     const order = this.order[id];
     const len = order.length;
     // the whole cohort (no filter or gate took a row): every position counts, nothing to count
-    if (gated.length === this.cols.n) return { n: len, below: null };
-    // positions 0..len, and len + 1 where the rows not measured count (see rankKeyOf); allocated per ranking, so an
-    // engine holds no counts between rankings (they are 4 bytes a measured row and metric)
+    if (gated.length === this.cols.n) return { n: len, byRow: null };
+    // allocated per ranking, so an engine holds no counts between rankings (they are 4 bytes a row and metric)
     if (gated.length * 2 >= len) return this.gatedRanksByRow(id, mask);
+    // positions 0..len, and len + 1 where the rows not measured count (see rankKeyOf)
     const below = new Int32Array(len + 2);
     const rk = this.rankKeyOf(id);
     for (let g = 0; g < gated.length; g++) below[rk[gated[g]!]!]!++;
     const n = gated.length - below[len + 1]!;
     let acc = 0;
-    if (METRICS[id].better === 'higher')
+    const higherBetter = METRICS[id].better === 'higher';
+    if (higherBetter)
       for (let k = 0; k <= len; k++) {
         const c = below[k]!;
         below[k] = acc;
@@ -455,7 +467,13 @@ export class RankingEngine {
         acc += below[k]!;
         below[k] = acc;
       }
-    return { n, below };
+    const byRow = this.takeRankScratch();
+    for (let g = 0; g < gated.length; g++) {
+      const i = gated[g]!;
+      const at = below[rk[i]!]!;
+      byRow[i] = higherBetter ? at : n - at;
+    }
+    return { n, byRow };
   }
 
   /**
@@ -471,7 +489,7 @@ export class RankingEngine {
     const edges = this.runEdges.get(id)!;
     const bits = this.packedMask(mask);
     // every row of the order is written (a row not gated too: no branch), so nothing is read unwritten
-    const byRow = new Int32Array(this.cols.n);
+    const byRow = this.takeRankScratch();
     let acc = 0;
     let run = 0;
     if (METRICS[id].better === 'higher')
@@ -490,7 +508,16 @@ export class RankingEngine {
         byRow[row] = run;
         acc += (bits[row >>> 5]! >>> (row & 31)) & 1;
       }
-    return { n: acc, below: null, byRow };
+    return { n: acc, byRow };
+  }
+
+  /** A rank column for this score (rankScratch). */
+  private takeRankScratch(): Int32Array {
+    const k = this.rankScratchUsed++;
+    if (k < this.rankScratch.length) return this.rankScratch[k]!;
+    const col = new Int32Array(this.cols.n);
+    if (k < RANK_SCRATCH) this.rankScratch.push(col);
+    return col;
   }
 
   /** The score's gated mask as bits (maskBits), packed once per score. */
@@ -512,22 +539,20 @@ export class RankingEngine {
    * den[g] for the g-th gated row; counts from gatedCounts). A pass per metric: its counts stay in cache (a pass over
    * every weighted metric at once, the sums in registers, was slower: 1.1-2.5x with 2 to 7 metrics).
    */
-  private addWeighted(id: MetricId, counts: GatedCounts, gated: Int32Array, weight: number, first: boolean): boolean {
+  private addWeighted({ id, weight, counts }: Weighted, gated: Int32Array, first: boolean): void {
     const n = counts.n;
-    if (n === 0) return false;
     const rk = this.rankKeyOf(id);
     const num = this.num;
     const den = this.den;
     const higherBetter = METRICS[id].better === 'higher';
     const len = this.order[id].length;
-    // branch-free on whether a row is measured (as good as random): a row not measured reads the finite count at
-    // len + 1 (or its key itself) and adds 0 x that. 1 x w x p is w x p exactly and x + 0 is x, so the sums are the
-    // same doubles. gatedRank inline, one loop per kind of counts: the hottest loop of a ranking (a call per row
-    // cost a quarter more on a config weighting every metric). The first metric's pass writes the sums (0 + x is x:
-    // x is never -0), so they need no clearing pass
-    const below = counts.below;
+    // branch-free on whether a row is measured (as good as random): a row not measured has a finite rank (its key,
+    // or a count) and adds 0 x w x p. 1 x w x p is w x p exactly and x + 0 is x, so the sums are the same doubles.
+    // gatedRank inline, one loop per kind of counts: the hottest loop of a ranking (a call per row cost a quarter more
+    // on a config weighting every metric). The first metric's pass writes the sums (0 + x is +0 or x), so they need
+    // no clearing pass
     const byRow = counts.byRow;
-    if (byRow !== undefined)
+    if (byRow !== null)
       for (let g = 0; g < gated.length; g++) {
         const i = gated[g]!;
         const ok = +(rk[i]! <= len);
@@ -535,7 +560,7 @@ export class RankingEngine {
         num[g] = (first ? 0 : num[g]!) + ok * weight * p;
         den[g] = (first ? 0 : den[g]!) + ok * weight;
       }
-    else if (below === null)
+    else
       for (let g = 0; g < gated.length; g++) {
         const r = rk[gated[g]!]!;
         const ok = +(r <= len);
@@ -543,15 +568,44 @@ export class RankingEngine {
         num[g] = (first ? 0 : num[g]!) + ok * weight * p;
         den[g] = (first ? 0 : den[g]!) + ok * weight;
       }
-    else
-      for (let g = 0; g < gated.length; g++) {
-        const r = rk[gated[g]!]!;
-        const ok = +(r <= len);
-        const p = percentRank(higherBetter ? below[r]! : n - below[r]!, n);
-        num[g] = (first ? 0 : num[g]!) + ok * weight * p;
-        den[g] = (first ? 0 : den[g]!) + ok * weight;
-      }
-    return true;
+  }
+
+  /**
+   * The composites of the gated rows when two metrics are weighted, in one pass (compact, into num; returns the rows
+   * scored): the sums stay in registers and both metrics' ranks are read in row order, where a pass per metric and a
+   * composite pass read and wrote four columns of doubles more. The same doubles as addWeighted's: the same sums in
+   * the same order.
+   */
+  private compositePair(a: Weighted, b: Weighted, gated: Int32Array): number {
+    const out = this.num;
+    const ka = this.rankKeyOf(a.id);
+    const kb = this.rankKeyOf(b.id);
+    const la = this.order[a.id].length;
+    const lb = this.order[b.id].length;
+    const na = a.counts.n;
+    const nb = b.counts.n;
+    const ra = a.counts.byRow;
+    const rb = b.counts.byRow;
+    const ha = METRICS[a.id].better === 'higher';
+    const hb = METRICS[b.id].better === 'higher';
+    const wa = a.weight;
+    const wb = b.weight;
+    let scored = 0;
+    for (let g = 0; g < gated.length; g++) {
+      const i = gated[g]!;
+      const xa = ka[i]!;
+      const xb = kb[i]!;
+      const oka = +(xa <= la);
+      const okb = +(xb <= lb);
+      // gatedRank inline (the branches on the kind of counts go the same way for every row)
+      const pa = percentRank(ra !== null ? ra[i]! : ha ? xa : na - xa, na);
+      const pb = percentRank(rb !== null ? rb[i]! : hb ? xb : nb - xb, nb);
+      const num = 0 + oka * wa * pa + okb * wb * pb;
+      const den = 0 + oka * wa + okb * wb;
+      scored += +(den > 0);
+      out[g] = round9(num / den);
+    }
+    return scored;
   }
 
   /**
@@ -569,33 +623,40 @@ export class RankingEngine {
     const mask = inCohort.mask;
     const { cohort, counts, gated } = this.gates(cfg, inCohort);
     yield;
-    // the sums of the gated rows, compact: every later pass reads the gated rows only
-    const g = gated.length;
-    const num = this.num;
-    const den = this.den;
     const counted = new Map<MetricId, GatedCounts>();
-    let summed = false;
+    const weighted: Weighted[] = [];
     for (const [id, w] of Object.entries(cfg.weights) as [MetricId, number][]) {
       if ((w ?? 0) > 0) {
         const counts = this.gatedCounts(id, mask, gated);
         counted.set(id, counts);
-        if (this.addWeighted(id, counts, gated, w, !summed)) summed = true;
+        // a metric no gated row is measured in adds nothing to any row
+        if (counts.n > 0) weighted.push({ id, weight: w, counts });
         yield;
       }
     }
-    // no weighted metric measured in the gated rows: every sum is 0 (and every composite 0 / 0, NaN)
-    if (!summed) {
-      num.fill(0, 0, g);
-      den.fill(0, 0, g);
-    }
-    // composite = sum(w * pct) / sum(w) over the measured weighted metrics; scored = at least one of them measured
-    // (0 / 0 is NaN: a gated row measured in none stays unscored without a branch). Compact, over the sums: written
-    // by row, it cost a fill and a scatter of n doubles, and the page's pass read it at random
+    // composite = sum(w * pct) / sum(w) over the measured weighted metrics, compact over the gated rows (every later
+    // pass reads the gated rows only; written by row, it cost a fill and a scatter of n doubles, and the page's pass
+    // read it at random); scored = at least one of them measured (0 / 0 is NaN: unscored without a branch)
+    const g = gated.length;
+    const num = this.num;
+    const den = this.den;
     const composite = num.subarray(0, g);
     let scored = 0;
-    for (let k = 0; k < g; k++) {
-      scored += +(den[k]! > 0);
-      composite[k] = round9(num[k]! / den[k]!);
+    if (weighted.length === 2) scored = this.compositePair(weighted[0]!, weighted[1]!, gated);
+    else {
+      for (let k = 0; k < weighted.length; k++) {
+        this.addWeighted(weighted[k]!, gated, k === 0);
+        yield;
+      }
+      // no weighted metric measured in the gated rows: every sum is 0
+      if (!weighted.length) {
+        num.fill(0, 0, g);
+        den.fill(0, 0, g);
+      }
+      for (let k = 0; k < g; k++) {
+        scored += +(den[k]! > 0);
+        composite[k] = round9(num[k]! / den[k]!);
+      }
     }
     return this.ordered(cfg, mask, gated, composite, scored, cohort, counts, counted);
   }
@@ -656,8 +717,7 @@ export class RankingEngine {
       const higherBetter = METRICS[id].better === 'higher';
       for (let k = 0; k < rows.length; k++) {
         const r = rk[rows[k]!]!;
-        const rank = counts.byRow !== undefined ? counts.byRow[rows[k]!]! : gatedRank(counts, r, higherBetter);
-        pct[k] = counts.n === 0 || r > len ? Number.NaN : percentRank(rank, counts.n);
+        pct[k] = counts.n === 0 || r > len ? Number.NaN : percentRank(gatedRank(counts, rows[k]!, r, higherBetter), counts.n);
       }
       out[id] = pct;
       yield;
