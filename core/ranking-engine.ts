@@ -5,11 +5,12 @@
  *
  *  1. cohort and gates: a branch-free pass per filter and gate marks the gated rows (counting the explain funnel as
  *     it goes), then the gated rows are listed: every later pass reads them only;
- *  2. percentiles: for each weighted metric, the gated rows are counted by position in its precomputed order (one
- *     walk of the order reading a byte per row, or, for few gated rows, a count at each row's rank key and a prefix
- *     sum), so a row's percent_rank is a lookup at its rank key (where its run of equal values starts or ends) —
- *     the metric's order is never walked at random;
- *  3. composite = sum(w * pct) / sum(w) over the row's measured weighted metrics, rounded as the SQL does;
+ *  2. ranks: for each weighted metric, each gated row's rank among the gated rows — none to count for the whole
+ *     cohort (the row's rank key: where its run of equal values starts or ends in the metric's precomputed order);
+ *     one walk of the order (the mask read as bits) writing each row's rank at the row when many rows are gated; a
+ *     count at each gated row's key and a prefix sum when few are;
+ *  3. composite = sum(w * pct) / sum(w) over the row's measured weighted metrics, rounded as the SQL does, compact
+ *     over the gated rows, reading every column in row order (two weighted metrics: one pass for both);
  *  4. one row per user (its best-scoring wallet), then the page by selection (no full sort); the page's breakdown
  *     percentiles are lookups too.
  *
