@@ -108,6 +108,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
 
   private constructor(
     private readonly conn: DuckDBConnection,
+    private readonly instance: DuckDBInstance,
     private readonly opts: EngineOptions,
   ) {
     super();
@@ -117,7 +118,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
   /** Open the engine on its own connection of `instance`: resume the persisted state or build it. */
   static async open(instance: DuckDBInstance, opts: EngineOptions): Promise<AnalyticsEngine> {
     const conn = await instance.connect();
-    const engine = new AnalyticsEngine(conn, opts);
+    const engine = new AnalyticsEngine(conn, instance, opts);
     await engine.init();
     return engine;
   }
@@ -135,7 +136,10 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     }
     const asOf = this.opts.now();
     const retraction = await latestRetraction(this.conn);
-    const report = await fullBuild(db, asOf, { onStep: this.opts.onBuildStep, ordersOf: metricOrdersOffThread });
+    // outside a transaction, the legs can stream on a connection of their own: without one, the whole leg scan (200M
+    // rows at full scale) is held in memory before the first batch. A rebuild inside a refresh's transaction cannot
+    // (another connection would not see the legs it writes) and keeps db
+    const report = await fullBuild(duckRunner(this.conn, this.instance), asOf, { onStep: this.opts.onBuildStep, ordersOf: metricOrdersOffThread });
     await markRetractionSeen(this.conn, retraction);
     this.mids = report.mids;
     this.ranker = report.ranker ?? null;
