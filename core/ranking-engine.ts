@@ -610,6 +610,38 @@ export class RankingEngine {
   }
 
   /**
+   * addWeighted for two metrics in one pass: x_a then x_b added to each gated row's sums (the same doubles as two
+   * addWeighted passes: the same additions in the same order), reading and writing the sums once.
+   */
+  private addPair(a: Weighted, b: Weighted, gated: Int32Array, first: boolean): void {
+    const num = this.num;
+    const den = this.den;
+    const ka = this.rankKeyOf(a.id);
+    const kb = this.rankKeyOf(b.id);
+    const la = this.order[a.id].length;
+    const lb = this.order[b.id].length;
+    const na = a.counts.n;
+    const nb = b.counts.n;
+    const ra = a.counts.byRow;
+    const rb = b.counts.byRow;
+    const ha = METRICS[a.id].better === 'higher';
+    const hb = METRICS[b.id].better === 'higher';
+    const wa = a.weight;
+    const wb = b.weight;
+    for (let g = 0; g < gated.length; g++) {
+      const i = gated[g]!;
+      const xa = ka[i]!;
+      const xb = kb[i]!;
+      const oka = +(xa <= la);
+      const okb = +(xb <= lb);
+      const pa = percentRank(ra !== null ? ra[i]! : ha ? xa : na - xa, na);
+      const pb = percentRank(rb !== null ? rb[i]! : hb ? xb : nb - xb, nb);
+      num[g] = (first ? 0 : num[g]!) + oka * wa * pa + okb * wb * pb;
+      den[g] = (first ? 0 : den[g]!) + oka * wa + okb * wb;
+    }
+  }
+
+  /**
    * Score `cfg` as of T: the gated mask and rows, the gated rows' composites (compact; NaN where not scored or not
    * its user's best row), the explain counts and the board's sort key. The columns are the engine's scratch: valid until the next
    * call.
@@ -645,8 +677,10 @@ export class RankingEngine {
     let scored = 0;
     if (weighted.length === 2) scored = this.compositePair(weighted[0]!, weighted[1]!, gated);
     else {
-      for (let k = 0; k < weighted.length; k++) {
-        this.addWeighted(weighted[k]!, gated, k === 0);
+      // two metrics per pass into the sums (half the passes over them), the last one alone when their number is odd
+      for (let k = 0; k < weighted.length; k += 2) {
+        if (k + 1 < weighted.length) this.addPair(weighted[k]!, weighted[k + 1]!, gated, k === 0);
+        else this.addWeighted(weighted[k]!, gated, k === 0);
         yield;
       }
       // no weighted metric measured in the gated rows: every sum is 0
