@@ -572,48 +572,14 @@ export class RankingEngine {
   }
 
   /**
-   * The composites of the gated rows when two metrics are weighted, in one pass (compact, into num; returns the rows
-   * scored): the sums stay in registers and both metrics' ranks are read in row order, where a pass per metric and a
-   * composite pass read and wrote four columns of doubles more. The same doubles as addWeighted's: the same sums in
-   * the same order.
+   * Two weighted metrics in one pass over the gated rows: x_a then x_b added to each row's sums, the same additions
+   * in the same order as two addWeighted passes, so the same doubles. `to`: 'sums' writes the sums (from zero when
+   * `first`, else onto them: three or more metrics go two per pass); 'composites' (exactly two metrics) writes the
+   * composites themselves into num (compact) and returns the rows scored: the sums stay in registers, where a pass
+   * per metric and a composite pass read and wrote four columns of doubles more. The branches on `to`, `first` and
+   * the kind of counts go the same way for every row.
    */
-  private compositePair(a: Weighted, b: Weighted, gated: Int32Array): number {
-    const out = this.num;
-    const ka = this.rankKeyOf(a.id);
-    const kb = this.rankKeyOf(b.id);
-    const la = this.order[a.id].length;
-    const lb = this.order[b.id].length;
-    const na = a.counts.n;
-    const nb = b.counts.n;
-    const ra = a.counts.byRow;
-    const rb = b.counts.byRow;
-    const ha = METRICS[a.id].better === 'higher';
-    const hb = METRICS[b.id].better === 'higher';
-    const wa = a.weight;
-    const wb = b.weight;
-    let scored = 0;
-    for (let g = 0; g < gated.length; g++) {
-      const i = gated[g]!;
-      const xa = ka[i]!;
-      const xb = kb[i]!;
-      const oka = +(xa <= la);
-      const okb = +(xb <= lb);
-      // gatedRank inline (the branches on the kind of counts go the same way for every row)
-      const pa = percentRank(ra !== null ? ra[i]! : ha ? xa : na - xa, na);
-      const pb = percentRank(rb !== null ? rb[i]! : hb ? xb : nb - xb, nb);
-      const num = 0 + oka * wa * pa + okb * wb * pb;
-      const den = 0 + oka * wa + okb * wb;
-      scored += +(den > 0);
-      out[g] = round9(num / den);
-    }
-    return scored;
-  }
-
-  /**
-   * addWeighted for two metrics in one pass: x_a then x_b added to each gated row's sums (the same doubles as two
-   * addWeighted passes: the same additions in the same order), reading and writing the sums once.
-   */
-  private addPair(a: Weighted, b: Weighted, gated: Int32Array, first: boolean): void {
+  private pairPass(a: Weighted, b: Weighted, gated: Int32Array, to: 'sums' | 'composites', first: boolean): number {
     const num = this.num;
     const den = this.den;
     const ka = this.rankKeyOf(a.id);
@@ -628,17 +594,29 @@ export class RankingEngine {
     const hb = METRICS[b.id].better === 'higher';
     const wa = a.weight;
     const wb = b.weight;
+    const onto = !first && to === 'sums';
+    const composites = to === 'composites';
+    let scored = 0;
     for (let g = 0; g < gated.length; g++) {
       const i = gated[g]!;
       const xa = ka[i]!;
       const xb = kb[i]!;
       const oka = +(xa <= la);
       const okb = +(xb <= lb);
+      // gatedRank inline
       const pa = percentRank(ra !== null ? ra[i]! : ha ? xa : na - xa, na);
       const pb = percentRank(rb !== null ? rb[i]! : hb ? xb : nb - xb, nb);
-      num[g] = (first ? 0 : num[g]!) + oka * wa * pa + okb * wb * pb;
-      den[g] = (first ? 0 : den[g]!) + oka * wa + okb * wb;
+      const sn = (onto ? num[g]! : 0) + oka * wa * pa + okb * wb * pb;
+      const sd = (onto ? den[g]! : 0) + oka * wa + okb * wb;
+      if (composites) {
+        scored += +(sd > 0);
+        num[g] = round9(sn / sd);
+      } else {
+        num[g] = sn;
+        den[g] = sd;
+      }
     }
+    return scored;
   }
 
   /**
@@ -675,11 +653,11 @@ export class RankingEngine {
     const den = this.den;
     const composite = num.subarray(0, g);
     let scored = 0;
-    if (weighted.length === 2) scored = this.compositePair(weighted[0]!, weighted[1]!, gated);
+    if (weighted.length === 2) scored = this.pairPass(weighted[0]!, weighted[1]!, gated, 'composites', true);
     else {
       // two metrics per pass into the sums (half the passes over them), the last one alone when their number is odd
       for (let k = 0; k < weighted.length; k += 2) {
-        if (k + 1 < weighted.length) this.addPair(weighted[k]!, weighted[k + 1]!, gated, k === 0);
+        if (k + 1 < weighted.length) this.pairPass(weighted[k]!, weighted[k + 1]!, gated, 'sums', k === 0);
         else this.addWeighted(weighted[k]!, gated, k === 0);
         yield;
       }
