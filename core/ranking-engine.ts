@@ -235,6 +235,8 @@ export class RankingEngine {
    */
   private readonly rankScratch: Int32Array[] = [];
   private rankScratchUsed = 0;
+  /** how many rank columns to keep: RANK_SCRATCH, or one per metric while boards are scored (trimScratch ends it) */
+  private rankScratchKept = RANK_SCRATCH;
 
   /** `orders`: each metric's measured rows in value order (metricOrders; a service computes them off its event loop) */
   constructor(
@@ -517,8 +519,18 @@ export class RankingEngine {
     const k = this.rankScratchUsed++;
     if (k < this.rankScratch.length) return this.rankScratch[k]!;
     const col = new Int32Array(this.cols.n);
-    if (k < RANK_SCRATCH) this.rankScratch.push(col);
+    if (k < this.rankScratchKept) this.rankScratch.push(col);
     return col;
+  }
+
+  /**
+   * Keep no more than RANK_SCRATCH rank columns from here on. Boards rank every metric: they keep one column per
+   * metric until their writer has scored every preset and calls this (fresh columns for 15 of 19 metrics per board
+   * made the ten presets' scoring a fifth slower than the counts by position were).
+   */
+  trimScratch(): void {
+    this.rankScratchKept = RANK_SCRATCH;
+    this.rankScratch.length = Math.min(this.rankScratch.length, RANK_SCRATCH);
   }
 
   /** The score's gated mask as bits (maskBits), packed once per score. */
@@ -770,6 +782,7 @@ export class RankingEngine {
    * so only an engine no request ranks with (a version not yet published) is scored this way.
    */
   *boardSteps(cfg: RankingConfig, asOfUs: number, onRows: BoardRows, sliceRows = BOARD_SLICE_ROWS): Generator<void, ExplainCounts> {
+    this.rankScratchKept = METRIC_IDS.length;
     const scored = yield* this.scoreSteps(cfg, asOfUs);
     const { mask, gated, desc, explain, counted } = scored;
     // the composite by row, as boardOrder sorts it
@@ -1064,6 +1077,7 @@ export async function writeBoards(db: ColumnarRunner, engine: RankingEngine, asO
     }), pause);
     meta.push(`('${p.slug}', ${e.cohort}, [${e.counts.join(',')}]::BIGINT[], ${e.scored}, ${e.total})`);
   }
+  engine.trimScratch();
   await w.close();
   await db.run(`INSERT INTO a_board_meta VALUES ${meta.join(', ')}`);
   const slugs = `[${PRESETS.map((p) => `'${p.slug}'`).join(', ')}]`;
