@@ -450,7 +450,7 @@ export class RankingEngine {
     const len = order.length;
     // the whole cohort (no filter or gate took a row): every position counts, nothing to count
     if (gated.length === this.cols.n) return { n: len, byRow: null };
-    // allocated per ranking, so an engine holds no counts between rankings (they are 4 bytes a row and metric)
+    // the ranks go to the engine's scratch columns (takeRankScratch); the counts by position are per ranking
     if (gated.length * 2 >= len) return this.gatedRanksByRow(id, mask);
     // positions 0..len, and len + 1 where the rows not measured count (see rankKeyOf)
     const below = new Int32Array(len + 2);
@@ -491,7 +491,7 @@ export class RankingEngine {
     this.rankKeyOf(id);
     const edges = this.runEdges.get(id)!;
     const bits = this.packedMask(mask);
-    // every row of the order is written (a row not gated too: no branch), so nothing is read unwritten
+    // every row of the order is written (a row not gated too: no branch); a row not measured keeps a stale rank
     const byRow = this.takeRankScratch();
     let acc = 0;
     let run = 0;
