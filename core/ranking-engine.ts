@@ -299,11 +299,8 @@ export class RankingEngine {
     return indexOfSorted(this.cols.walletId, walletId);
   }
 
-  /**
-   * Rows in the cohort (1) before the gates (in the scratch mask); `gates` then keeps those passing every gate.
-   * `whole`: no row is filtered out (the mask is all ones).
-   */
-  private cohort(cfg: RankingConfig, asOfUs: number): { mask: Uint8Array; whole: boolean } {
+  /** Rows in the cohort (1) before the gates (in the scratch mask); `gates` then keeps those passing every gate. */
+  private cohort(cfg: RankingConfig, asOfUs: number): Uint8Array {
     const c = this.cols;
     const n = c.n;
     const mask = this.mask;
@@ -315,14 +312,6 @@ export class RankingEngine {
     const tradeCount = c.tradeCount;
     if (this.allTraded) mask.fill(1);
     else for (let i = 0; i < n; i++) mask[i] = +(tradeCount[i]! > 0);
-    const whole =
-      this.allTraded &&
-      co.active_within_days === undefined &&
-      co.best_category === undefined &&
-      co.min_trades === undefined &&
-      co.min_volume_usdc === undefined &&
-      !co.tags_any?.length &&
-      !co.exclude_clusters;
     if (co.active_within_days !== undefined) {
       const since = asOfUs - co.active_within_days * DAY_US;
       const last = c.lastTradeUs;
@@ -354,15 +343,15 @@ export class RankingEngine {
       const size = c.clusterSize;
       for (let i = 0; i < n; i++) mask[i]! &= +(size[i] === 1);
     }
-    return { mask, whole };
+    return mask;
   }
 
   /** Apply the gates in order to the cohort mask (in place); the rows remaining after each. */
-  private gates(cfg: RankingConfig, { mask, whole }: { mask: Uint8Array; whole: boolean }): { cohort: number; counts: number[]; gated: Int32Array } {
+  private gates(cfg: RankingConfig, mask: Uint8Array): { cohort: number; counts: number[]; gated: Int32Array } {
     const c = this.cols;
     const n = c.n;
-    let cohort = whole ? n : 0;
-    if (!whole) for (let i = 0; i < n; i++) cohort += mask[i]!;
+    let cohort = 0;
+    for (let i = 0; i < n; i++) cohort += mask[i]!;
     const counts: number[] = [];
     for (const g of cfg.gates) {
       const col = c.gate[g.field];
@@ -493,24 +482,18 @@ export class RankingEngine {
     const bits = this.packedMask(mask);
     // every row of the order is written (a row not gated too: no branch); a row not measured keeps a stale rank
     const byRow = this.takeRankScratch();
+    // forwards for higher is better, backwards for lower (from the best end: the rows passed are the better ones)
+    const forwards = METRICS[id].better === 'higher';
     let acc = 0;
     let run = 0;
-    if (METRICS[id].better === 'higher')
-      for (let k = 0; k < len; k++) {
-        const row = order[k]!;
-        const edge = (edges[k >>> 5]! >>> (k & 31)) & 1;
-        run = edge * acc + (1 - edge) * run;
-        byRow[row] = run;
-        acc += (bits[row >>> 5]! >>> (row & 31)) & 1;
-      }
-    else
-      for (let k = len - 1; k >= 0; k--) {
-        const row = order[k]!;
-        const edge = (edges[k >>> 5]! >>> (k & 31)) & 1;
-        run = edge * acc + (1 - edge) * run;
-        byRow[row] = run;
-        acc += (bits[row >>> 5]! >>> (row & 31)) & 1;
-      }
+    for (let s = 0; s < len; s++) {
+      const k = forwards ? s : len - 1 - s;
+      const row = order[k]!;
+      const edge = (edges[k >>> 5]! >>> (k & 31)) & 1;
+      run = edge * acc + (1 - edge) * run;
+      byRow[row] = run;
+      acc += (bits[row >>> 5]! >>> (row & 31)) & 1;
+    }
     return { n: acc, byRow };
   }
 
@@ -549,38 +532,27 @@ export class RankingEngine {
 
   /**
    * Add `weight` x each gated measured row's percentile of `id` to the composite sums of the gated rows (num[g],
-   * den[g] for the g-th gated row; counts from gatedCounts). A pass per metric: its counts stay in cache (a pass over
-   * every weighted metric at once, the sums in registers, was slower: 1.1-2.5x with 2 to 7 metrics).
+   * den[g] for the g-th gated row): the metric left over when pairPass takes the others two at a time, or the only
+   * one. The first metric's pass writes the sums (0 + x is +0 or x), so they need no clearing pass.
    */
   private addWeighted({ id, weight, counts }: Weighted, gated: Int32Array, first: boolean): void {
-    const n = counts.n;
+    const { n, byRow } = counts;
     const rk = this.rankKeyOf(id);
     const num = this.num;
     const den = this.den;
     const higherBetter = METRICS[id].better === 'higher';
     const len = this.order[id].length;
     // branch-free on whether a row is measured (as good as random): a row not measured has a finite rank (its key,
-    // or a count) and adds 0 x w x p. 1 x w x p is w x p exactly and x + 0 is x, so the sums are the same doubles.
-    // gatedRank inline, one loop per kind of counts: the hottest loop of a ranking (a call per row cost a quarter more
-    // on a config weighting every metric). The first metric's pass writes the sums (0 + x is +0 or x), so they need
-    // no clearing pass
-    const byRow = counts.byRow;
-    if (byRow !== null)
-      for (let g = 0; g < gated.length; g++) {
-        const i = gated[g]!;
-        const ok = +(rk[i]! <= len);
-        const p = percentRank(byRow[i]!, n);
-        num[g] = (first ? 0 : num[g]!) + ok * weight * p;
-        den[g] = (first ? 0 : den[g]!) + ok * weight;
-      }
-    else
-      for (let g = 0; g < gated.length; g++) {
-        const r = rk[gated[g]!]!;
-        const ok = +(r <= len);
-        const p = percentRank(higherBetter ? r : n - r, n);
-        num[g] = (first ? 0 : num[g]!) + ok * weight * p;
-        den[g] = (first ? 0 : den[g]!) + ok * weight;
-      }
+    // or a stale count) and adds 0 x w x p. 1 x w x p is w x p exactly and x + 0 is x, so the sums are the same
+    // doubles. gatedRank inline (a call per row cost a quarter more); its branches go the same way for every row
+    for (let g = 0; g < gated.length; g++) {
+      const i = gated[g]!;
+      const r = rk[i]!;
+      const ok = +(r <= len);
+      const p = percentRank(byRow !== null ? byRow[i]! : higherBetter ? r : n - r, n);
+      num[g] = (first ? 0 : num[g]!) + ok * weight * p;
+      den[g] = (first ? 0 : den[g]!) + ok * weight;
+    }
   }
 
   /**
@@ -642,9 +614,8 @@ export class RankingEngine {
 
   /** score() in steps: it yields after the cohort and gates and after each weighted metric's walk. */
   private *scoreSteps(cfg: RankingConfig, asOfUs: number): Generator<void, Scored> {
-    const inCohort = this.cohort(cfg, asOfUs);
-    const mask = inCohort.mask;
-    const { cohort, counts, gated } = this.gates(cfg, inCohort);
+    const mask = this.cohort(cfg, asOfUs);
+    const { cohort, counts, gated } = this.gates(cfg, mask);
     yield;
     const counted = new Map<MetricId, GatedCounts>();
     const weighted: Weighted[] = [];
