@@ -7,12 +7,13 @@
  * path (boards, gate counts, row assembly) runs at full scale without the full-scale build. Prints the board build
  * time, and p50 / p95 / max of uncached preset rankings (plain and with overrides) and of custom rankings, in SQL
  * and through the in-memory ranker the service keeps per analytics version (its load time too). Custom configs
- * are random valid RankingConfigs (cohort filters, gates, weights, sorts, pages), the same for both paths.
+ * are random valid RankingConfigs (cohort filters, gates, weights, sorts, pages), the same for both paths; then
+ * configs weighting 3, 7 and every metric, over the whole cohort and gated (in memory only).
  */
 import { parseArgs } from 'node:util';
 import { rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { PRESETS, RankingConfig, breakdownIdsFor, buildBoards, customRanking, presetRanking } from '../core/rankings.ts';
+import { METRIC_IDS, PRESETS, RankingConfig, breakdownIdsFor, buildBoards, customRanking, presetRanking } from '../core/rankings.ts';
 import { openDuckDB, queryRows, sqlString } from '../data/duckdb.ts';
 import { duckRunner } from '../data/runner.ts';
 import { RankingEngine, VersionRanker, loadRankColumns } from '../core/ranking-engine.ts';
@@ -113,6 +114,19 @@ for (let i = 0; i < runs * 2; i++) {
   rankOnly.push(await time(async () => ranker.rankPage(parsed, asOf, breakdownIdsFor(parsed))));
   if (i < Math.max(3, Math.floor(runs / 8))) customRandomSql.push(await time(() => customRanking(db, cfg as never, now)));
 }
+// configs the random ones do not draw: many weighted metrics (3, 7, every one), over the whole cohort and gated, end
+// to end through the ranker; the figures the issue's 'any valid RankingConfig' asks for
+const manyMetrics: Record<string, ReturnType<typeof stats>> = {};
+for (const k of [3, 7, METRIC_IDS.length])
+  for (const gated of [false, true]) {
+    const ms: number[] = [];
+    for (let i = 0; i < Math.max(5, Math.floor(runs / 4)); i++) {
+      const weights = Object.fromEntries(METRIC_IDS.slice(0, k).map((id, j) => [id, 1 + ((i + j) % 3)]));
+      const cfg = { weights, gates: gated ? [{ field: 'trade_count', op: 'gte', value: 5 }] : [], limit: 50 };
+      ms.push(await time(() => customRanking(db, cfg as never, now, undefined, rankers)));
+    }
+    manyMetrics[`${k}_metrics_${gated ? 'gated' : 'whole_cohort'}`] = stats(ms);
+  }
 console.log(
   JSON.stringify(
     {
@@ -133,6 +147,7 @@ console.log(
       ranker_rank_keys_seconds: Number(rankerWarmSeconds.toFixed(1)),
       custom_in_memory_random_configs: stats(fast),
       custom_in_memory_rank_pass_only: stats(rankOnly),
+      custom_in_memory_many_metrics: manyMetrics,
       peak_rss_mb: Math.round(process.memoryUsage().rss / 2 ** 20),
     },
     null,

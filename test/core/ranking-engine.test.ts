@@ -231,14 +231,16 @@ describe('wide cohorts, deep pages and users with several wallets = SQL', () => 
     expect(pages).toBeGreaterThan(40);
   }, 300_000);
 
-  it('the whole cohort and two weighted metrics (one pass for both), in either direction and order', async () => {
+  it('the whole cohort and one, two (one pass for both), three, seven or every weighted metric, in either direction and order', async () => {
     // no filter and no gate: the ranks are the rank keys themselves; with a gate: ranks counted by a walk of the order
-    // or, for few rows, by position. One metric, two (each pair of directions, both orders) and three
+    // or, for few rows, by position. One metric, two (each pair of directions, both orders), then three, seven and all
+    // of them summed a block of rows at a time (3000 wallets: a whole block and part of the next)
     const higher = METRIC_IDS.filter((id) => METRICS[id].better === 'higher').slice(0, 2);
     const lower = METRIC_IDS.filter((id) => METRICS[id].better === 'lower').slice(0, 2);
     expect(higher.length && lower.length).toBeTruthy();
     const pairs: [MetricId, MetricId][] = [[higher[0]!, lower[0]!], [lower[0]!, higher[0]!], [higher[0]!, higher[1] ?? higher[0]!], [lower[0]!, lower[1] ?? lower[0]!]];
-    const weightSets = [...pairs.map(([a, b]) => ({ [a]: 2, [b]: 1 })), { [lower[0]!]: 1 }, { [higher[0]!]: 1, [lower[0]!]: 3, [higher[1] ?? lower[1]!]: 0.5 }];
+    const many = (k: number) => Object.fromEntries(METRIC_IDS.slice(0, k).map((id, j) => [id, 0.5 + (j % 4)]));
+    const weightSets = [...pairs.map(([a, b]) => ({ [a]: 2, [b]: 1 })), { [lower[0]!]: 1 }, { [higher[0]!]: 1, [lower[0]!]: 3, [higher[1] ?? lower[1]!]: 0.5 }, many(7), many(METRIC_IDS.length)];
     const gates = [[], [{ field: 'trade_count' as const, op: 'gte' as const, value: 3 }], [{ field: 'trade_count' as const, op: 'gte' as const, value: 30 }]];
     for (const weights of weightSets)
       for (const g of gates)
