@@ -27,9 +27,6 @@ const DAY_US = 86_400_000_000;
 const RANK_SCRATCH = 4;
 /** Rows per onRows call of a board (a writer's loop over them holds the event loop ~10 ms) */
 const BOARD_SLICE_ROWS = 25_000;
-/** gated rows per block of composite sums (2 x 16 KB: in the first-level cache), and blocks per step of a board */
-const SUM_BLOCK = 2048;
-const SUM_BLOCKS_PER_STEP = 128;
 
 /** A board's rows in rank order, a slice at a time: row indexes, composites, every metric's percentiles. */
 export type BoardRows = (rows: Int32Array, composite: Float64Array, pct: Partial<Record<MetricId, Float64Array>>, firstRank: number) => void;
@@ -206,11 +203,9 @@ export class RankingEngine {
   private readonly multiRows: Int32Array;
   /** scratch columns reused by every rank() (synchronous, so never shared by two calls at once) */
   private readonly mask: Uint8Array;
-  /** the last score's composites, compact over its gated rows (the g-th gated row's at g) */
+  /** the composite sums of the last score's gated rows (the g-th gated row at g); num then holds its composites */
   private readonly num: Float64Array;
-  /** a block of gated rows' composite sums (blockComposites) */
-  private readonly blockNum = new Float64Array(SUM_BLOCK);
-  private readonly blockDen = new Float64Array(SUM_BLOCK);
+  private readonly den: Float64Array;
   /** a board's composite by row (NaN where not scored; a ranked page keeps the gated rows' compact) */
   private readonly composite: Float64Array;
   /** every row has a trade (how loadRankColumns reads the base): the default cohort is then every row */
@@ -274,6 +269,7 @@ export class RankingEngine {
     }
     this.mask = new Uint8Array(cols.n);
     this.num = new Float64Array(cols.n);
+    this.den = new Float64Array(cols.n);
     this.composite = new Float64Array(cols.n);
     let traded = 0;
     for (let i = 0; i < cols.n; i++) traded += +(cols.tradeCount[i]! > 0);
@@ -535,12 +531,41 @@ export class RankingEngine {
   }
 
   /**
-   * Exactly two weighted metrics: the composites in one pass over the gated rows, x_a then x_b added to each row's
-   * sums in registers (the same additions in the same order as blockComposites, so the same doubles); returns the
-   * rows scored. The branches on the kind of counts go the same way for every row.
+   * Add `weight` x each gated measured row's percentile of `id` to the composite sums of the gated rows (num[g],
+   * den[g] for the g-th gated row): the metric left over when pairPass takes the others two at a time, or the only
+   * one. The first metric's pass writes the sums (0 + x is +0 or x), so they need no clearing pass.
    */
-  private pairComposites(a: Weighted, b: Weighted, gated: Int32Array): number {
+  private addWeighted({ id, weight, counts }: Weighted, gated: Int32Array, first: boolean): void {
+    const { n, byRow } = counts;
+    const rk = this.rankKeyOf(id);
     const num = this.num;
+    const den = this.den;
+    const higherBetter = METRICS[id].better === 'higher';
+    const len = this.order[id].length;
+    // branch-free on whether a row is measured (as good as random): a row not measured has a finite rank (its key,
+    // or a stale count) and adds 0 x w x p. 1 x w x p is w x p exactly and x + 0 is x, so the sums are the same
+    // doubles. gatedRank inline (a call per row cost a quarter more); its branches go the same way for every row
+    for (let g = 0; g < gated.length; g++) {
+      const i = gated[g]!;
+      const r = rk[i]!;
+      const ok = +(r <= len);
+      const p = percentRank(byRow !== null ? byRow[i]! : higherBetter ? r : n - r, n);
+      num[g] = (first ? 0 : num[g]!) + ok * weight * p;
+      den[g] = (first ? 0 : den[g]!) + ok * weight;
+    }
+  }
+
+  /**
+   * Two weighted metrics in one pass over the gated rows: x_a then x_b added to each row's sums, the same additions
+   * in the same order as two addWeighted passes, so the same doubles. `to`: 'sums' writes the sums (from zero when
+   * `first`, else onto them: three or more metrics go two per pass); 'composites' (exactly two metrics) writes the
+   * composites themselves into num (compact) and returns the rows scored: the sums stay in registers, where a pass
+   * per metric and a composite pass read and wrote four columns of doubles more. The branches on `to`, `first` and
+   * the kind of counts go the same way for every row.
+   */
+  private pairPass(a: Weighted, b: Weighted, gated: Int32Array, to: 'sums' | 'composites', first: boolean): number {
+    const num = this.num;
+    const den = this.den;
     const ka = this.rankKeyOf(a.id);
     const kb = this.rankKeyOf(b.id);
     const la = this.order[a.id].length;
@@ -553,6 +578,8 @@ export class RankingEngine {
     const hb = METRICS[b.id].better === 'higher';
     const wa = a.weight;
     const wb = b.weight;
+    const onto = !first && to === 'sums';
+    const composites = to === 'composites';
     let scored = 0;
     for (let g = 0; g < gated.length; g++) {
       const i = gated[g]!;
@@ -563,57 +590,15 @@ export class RankingEngine {
       // gatedRank inline
       const pa = percentRank(ra !== null ? ra[i]! : ha ? xa : na - xa, na);
       const pb = percentRank(rb !== null ? rb[i]! : hb ? xb : nb - xb, nb);
-      const sn = 0 + oka * wa * pa + okb * wb * pb;
-      const sd = 0 + oka * wa + okb * wb;
-      scored += +(sd > 0);
-      num[g] = round9(sn / sd);
-    }
-    return scored;
-  }
-
-  /**
-   * Any other number of weighted metrics: the composites (into num, compact) a block of gated rows at a time — each
-   * metric's terms added in turn to the block's sums, which stay in cache, then the block's composites. A pass per
-   * metric over whole columns of sums read and wrote two columns of doubles per metric: with many metrics that
-   * traffic, not the arithmetic, was the time. The additions are the same, in the same order (0 + x_1 + x_2 ...), so
-   * the doubles are the same. Branch-free on whether a row is measured (as good as random): a row not measured has a
-   * finite rank (its key, or a stale count) and adds 0 x w x p; 1 x w x p is w x p exactly and x + 0 is x. Yields
-   * every few blocks (boards are scored in steps); returns the rows scored.
-   */
-  private *blockComposites(weighted: readonly Weighted[], gated: Int32Array): Generator<void, number> {
-    const num = this.num;
-    const sn = this.blockNum;
-    const sd = this.blockDen;
-    const terms = weighted.map(({ id, weight, counts }) => ({
-      key: this.rankKeyOf(id),
-      len: this.order[id].length,
-      n: counts.n,
-      byRow: counts.byRow,
-      higher: METRICS[id].better === 'higher',
-      weight,
-    }));
-    let scored = 0;
-    for (let lo = 0, block = 0; lo < gated.length; lo += SUM_BLOCK, block++) {
-      const rows = Math.min(SUM_BLOCK, gated.length - lo);
-      sn.fill(0, 0, rows);
-      sd.fill(0, 0, rows);
-      for (const { key, len, n, byRow, higher, weight } of terms) {
-        for (let j = 0; j < rows; j++) {
-          const i = gated[lo + j]!;
-          const r = key[i]!;
-          const ok = +(r <= len);
-          // gatedRank inline (a call per row cost a quarter more); its branches go the same way for every row
-          const p = percentRank(byRow !== null ? byRow[i]! : higher ? r : n - r, n);
-          sn[j]! += ok * weight * p;
-          sd[j]! += ok * weight;
-        }
+      const sn = (onto ? num[g]! : 0) + oka * wa * pa + okb * wb * pb;
+      const sd = (onto ? den[g]! : 0) + oka * wa + okb * wb;
+      if (composites) {
+        scored += +(sd > 0);
+        num[g] = round9(sn / sd);
+      } else {
+        num[g] = sn;
+        den[g] = sd;
       }
-      // no weighted metric measured in the gated rows: every sum is 0, and 0 / 0 is NaN (unscored, without a branch)
-      for (let j = 0; j < rows; j++) {
-        scored += +(sd[j]! > 0);
-        num[lo + j] = round9(sn[j]! / sd[j]!);
-      }
-      if (block % SUM_BLOCKS_PER_STEP === SUM_BLOCKS_PER_STEP - 1) yield;
     }
     return scored;
   }
@@ -646,8 +631,29 @@ export class RankingEngine {
     // composite = sum(w * pct) / sum(w) over the measured weighted metrics, compact over the gated rows (every later
     // pass reads the gated rows only; written by row, it cost a fill and a scatter of n doubles, and the page's pass
     // read it at random); scored = at least one of them measured (0 / 0 is NaN: unscored without a branch)
-    const composite = this.num.subarray(0, gated.length);
-    const scored = weighted.length === 2 ? this.pairComposites(weighted[0]!, weighted[1]!, gated) : yield* this.blockComposites(weighted, gated);
+    const g = gated.length;
+    const num = this.num;
+    const den = this.den;
+    const composite = num.subarray(0, g);
+    let scored = 0;
+    if (weighted.length === 2) scored = this.pairPass(weighted[0]!, weighted[1]!, gated, 'composites', true);
+    else {
+      // two metrics per pass into the sums (half the passes over them), the last one alone when their number is odd
+      for (let k = 0; k < weighted.length; k += 2) {
+        if (k + 1 < weighted.length) this.pairPass(weighted[k]!, weighted[k + 1]!, gated, 'sums', k === 0);
+        else this.addWeighted(weighted[k]!, gated, k === 0);
+        yield;
+      }
+      // no weighted metric measured in the gated rows: every sum is 0
+      if (!weighted.length) {
+        num.fill(0, 0, g);
+        den.fill(0, 0, g);
+      }
+      for (let k = 0; k < g; k++) {
+        scored += +(den[k]! > 0);
+        composite[k] = round9(num[k]! / den[k]!);
+      }
+    }
     return this.ordered(cfg, mask, gated, composite, scored, cohort, counts, counted);
   }
 

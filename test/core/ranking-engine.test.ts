@@ -234,7 +234,7 @@ describe('wide cohorts, deep pages and users with several wallets = SQL', () => 
   it('the whole cohort and one, two (one pass for both), three, seven or every weighted metric, in either direction and order', async () => {
     // no filter and no gate: the ranks are the rank keys themselves; with a gate: ranks counted by a walk of the order
     // or, for few rows, by position. One metric, two (each pair of directions, both orders), then three, seven and all
-    // of them summed a block of rows at a time (3000 wallets: a whole block and part of the next)
+    // of them, two per pass over the sums
     const higher = METRIC_IDS.filter((id) => METRICS[id].better === 'higher').slice(0, 2);
     const lower = METRIC_IDS.filter((id) => METRICS[id].better === 'lower').slice(0, 2);
     expect(higher.length && lower.length).toBeTruthy();
