@@ -5,7 +5,9 @@
  * scratch as `npm start` does on first run: legs sorted for the stream, mids, the position stream, per-wallet
  * tables, risk, cohort, clusters, rank base and boards. Prints seconds per step, total and peak RSS of the process
  * (DuckDB included).
- *   npm run bench:analytics -- [--venue DIR] [--memory-limit 5GB] [--threads 2] [--no-rankings]
+ *   npm run bench:analytics -- [--venue DIR] [--memory-limit 5GB] [--threads 2] [--no-rankings] [--range-legs N]
+ * --range-legs: legs per range of wallets when a_legs is sorted a range at a time (default LEG_RANGE_LEGS; a venue
+ * of fewer legs is sorted in one statement)
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -15,7 +17,7 @@ import { openDuckDB, queryRows } from '../data/duckdb.ts';
 import { duckRunner } from '../data/runner.ts';
 import { attachVenue } from '../data/venue.ts';
 
-const { values } = parseArgs({ options: { venue: { type: 'string' }, 'memory-limit': { type: 'string' }, threads: { type: 'string' }, 'no-rankings': { type: 'boolean' } } });
+const { values } = parseArgs({ options: { venue: { type: 'string' }, 'memory-limit': { type: 'string' }, threads: { type: 'string' }, 'no-rankings': { type: 'boolean' }, 'range-legs': { type: 'string' } } });
 const venueDir = resolve(values.venue ?? 'var/bench-venue-w2800000');
 const dbPath = join(venueDir, 'bench.duckdb');
 let peak = 0;
@@ -41,7 +43,7 @@ const [c] = await queryRows<{ fills: number; wallets: number; t: Date }>(conn, `
 peak = process.memoryUsage().rss;
 const t0 = performance.now();
 const log = (name: string) => process.stderr.write(`analytics ${name} starts at ${((performance.now() - t0) / 1000).toFixed(1)} s, rss ${Math.round(process.memoryUsage().rss / 2 ** 20)} MB\n`);
-const report = await fullBuild(duckRunner(conn, instance), c!.t, { onStep: log, rankings: !values['no-rankings'] });
+const report = await fullBuild(duckRunner(conn, instance), c!.t, { onStep: log, rankings: !values['no-rankings'], ...(values['range-legs'] ? { legRangeLegs: Number(values['range-legs']) } : {}) });
 clearInterval(timer);
 peak = Math.max(peak, process.memoryUsage().rss);
 const { mids: _mids, ranker: _ranker, ...rest } = report;

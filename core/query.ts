@@ -71,4 +71,16 @@ export interface ColumnarRunner extends QueryRunner {
   stream(sql: string, onBatch: (b: ScanBatch) => void): Promise<number>;
   /** A writer appending to `table`, whose columns are exactly `columns` in this order (TIMESTAMP values are µs). */
   writer(table: string, columns: readonly { name: string; type: ColumnType }[]): Promise<RowWriter>;
+  /**
+   * A connection of its own to the same database, for statements that run while this one works (each commits on
+   * its own: what it writes is seen here once its statement ends). Absent where there is none (the runner of a
+   * transaction, tests): callers then do the work here, in order.
+   */
+  side?(): Promise<SideRunner>;
+}
+
+/** ColumnarRunner.side: statements on a connection of its own, until closed. */
+export interface SideRunner {
+  run(sql: string): Promise<void>;
+  close(): void;
 }

@@ -9,8 +9,8 @@ import type { ColumnType, ColumnarRunner, QueryRunner, RowWriter, ScanBatch } fr
 import { queryRows } from './duckdb.ts';
 
 /**
- * `instance` (the connection's) lets `stream` read on a connection of its own; without it, stream falls back to
- * scan (the result held in memory), which is fine for small venues and tests.
+ * `instance` (the connection's) lets `stream` read on a connection of its own, and gives `side`; without it, stream
+ * falls back to scan (the result held in memory), which is fine for small venues and tests, and there is no side.
  */
 export function duckRunner(conn: DuckDBConnection, instance?: DuckDBInstance): QueryRunner & ColumnarRunner {
   return {
@@ -30,6 +30,19 @@ export function duckRunner(conn: DuckDBConnection, instance?: DuckDBInstance): Q
       }
     },
     writer: (table, columns) => chunkWriter(conn, table, columns),
+    ...(instance
+      ? {
+          side: async () => {
+            const other = await instance.connect();
+            return {
+              run: async (sql: string) => {
+                await other.run(sql);
+              },
+              close: () => other.closeSync(),
+            };
+          },
+        }
+      : {}),
   };
 }
 

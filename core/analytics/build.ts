@@ -20,7 +20,7 @@ import { scoreBoards, type OrdersOf, type RankingEngine } from '../ranking-engin
 import { sharpCutoff } from '../tags.ts';
 import { tsLiteral, type AsOf, type ColumnarRunner, type RowWriter, type TableColumns, type ScanBatch } from '../query.ts';
 import { RANKED_DEVIATES_SQL, WALLET_PCTILE_COLUMNS, writeCohortSql } from './cohort.ts';
-import { LEGS_DDL, LEGS_ORDER, LEGS_TABLE, createHorizonFillsSql, createLegsSql } from './legs.ts';
+import { LEGS_DDL, LEGS_ORDER, LEGS_TABLE, createHorizonFillsSql, createLegsSql, legRangesSql, rangedLegsSql } from './legs.ts';
 import { MidIndex, tokenOf } from './mid-index.ts';
 import { HOLDS_COLUMNS, HOLDS_DDL, MARKS_DDL, POSITIONS_VIEW_DDL, POSITION_STATE_COLUMNS, POSITION_STATE_DDL, RESUME_COLUMNS } from './positions.ts';
 import { DAY_US, PositionStream, type LegBatch, type MarketFacts, type PositionOut, type StreamSinks } from './position-stream.ts';
@@ -116,6 +116,8 @@ export interface FullBuildOptions {
   mids?: MidIndex;
   /** a_legs exists and holds every leg in stream order (physically sorted): skip its rebuild */
   legsReady?: boolean;
+  /** legs per range of wallets when a_legs is sorted a range at a time (default LEG_RANGE_LEGS) */
+  legRangeLegs?: number;
   /** the newest arrival batch to build from (default: the venue's newest now) */
   watermark?: number;
   /** run the ranking steps (clusters, rank base, boards); default true */
@@ -128,6 +130,18 @@ export interface FullBuildOptions {
 
 /** The columns a leg scan selects, as the stream's LegBatch names them. */
 export const LEG_SCAN_COLUMNS = `wallet_id, market_id, outcome_index, epoch_us(ts)::DOUBLE AS ts, kind, q, px, price, size_usdc AS size, fee_usdc AS fee, usdc`;
+
+/**
+ * Legs per range of wallets when the full build sorts a_legs a range at a time (rangedLegsSql): ~2 GB to sort, in
+ * memory within a 5 GB limit; a venue of fewer legs (the demo's 8M) is sorted in one statement.
+ */
+export const LEG_RANGE_LEGS = 25_000_000;
+
+/** Wallet ranges [lo, hi) of about `legs` legs each (legRangesSql), in wallet order; the last one open-ended. */
+export async function legRanges(db: ColumnarRunner, upToSeq: number, legs: number): Promise<[number, number][]> {
+  const lo = (await db.all<{ lo: number }>(legRangesSql(upToSeq, legs))).map((r) => Number(r.lo));
+  return lo.map((l, i) => [i === 0 ? -(2 ** 31) : l, i + 1 < lo.length ? lo[i + 1]! : 2 ** 31 - 1]);
+}
 
 /** Legs per scan: a scan is held in memory whole (ColumnarRunner.scan), so big reads go slice by slice. */
 export const SLICE_ROWS = 4_000_000;
@@ -407,28 +421,65 @@ export async function fullBuild(db: ColumnarRunner, asOf: AsOf, opts: FullBuildO
     seconds[name] = Number(((performance.now() - t) / 1000).toFixed(2));
     return r;
   };
-  await timed('legs', async () => {
-    if (!opts.legsReady) await db.run(createLegsSql(watermark));
-    else await db.run(LEGS_DDL);
-    await db.run(createHorizonFillsSql(T));
-  });
-  const mids = opts.mids ?? (await timed('mids', () => loadMids(db, watermark)));
-  if (opts.mids) seconds.mids = 0;
-  // the state is as of T from here on: the a_positions view and every per-wallet statement read a_meta.as_of
-  await writeMeta(db, asOf, watermark, null, 1);
-  await timed('stream', async () => {
-    await writeMarks(db, mids, asOf);
-    const markets = await loadMarketFacts(db, asOf);
-    for (const t of ['a_position_state', 'a_holds', 'a_risk_daily', 'a_risk_pos']) await db.run(`DROP TABLE IF EXISTS ${t}`);
-    const sinks = await tableSinks(db, tUs, { positions: true, risk: true });
-    const stream = new PositionStream({ T: tUs, mids, markets, risk: { days: riskDays } }, sinks);
-    // a_legs is stored in stream order (the full build sorted it): read as stored, on a connection of its own
-    await db.stream(`SELECT ${LEG_SCAN_COLUMNS} FROM ${LEGS_TABLE} WHERE ts <= ${T}`, feeder(stream));
-    stream.finish();
-    await sinks.close();
-    await dropRelation(db, 'a_positions'); // an older build kept it as a table
-    await db.run(POSITIONS_VIEW_DDL);
-  });
+  // a_legs: the venue's legs in stream order. On a venue of more legs than one range holds, and with a connection of
+  // its own to sort them on, a range of wallets at a time: the stream reads each range while the next is sorted (the
+  // sort of every leg at once spilled to disk, and the stream waited for all of it)
+  const ranges = opts.legsReady || !db.side ? [] : await legRanges(db, watermark, opts.legRangeLegs ?? LEG_RANGE_LEGS);
+  const side = ranges.length > 1 ? await db.side!() : null;
+  const ranged = rangedLegsSql(watermark);
+  let mids: MidIndex;
+  let sorting: Promise<void> | null = null;
+  // a range's sort runs while other work is awaited: its failure is seen where it is awaited, not as unhandled
+  const sort = (k: number) => {
+    const p = side!.run(ranged.range(ranges[k]![0], ranges[k]![1]));
+    p.catch(() => undefined);
+    return p;
+  };
+  try {
+    await timed('legs', async () => {
+      if (opts.legsReady) await db.run(LEGS_DDL);
+      else if (!side) await db.run(createLegsSql(watermark));
+      else {
+        for (const sql of ranged.create) await side.run(sql);
+        await sort(0);
+        // the next range sorts while the mids load
+        sorting = sort(1);
+      }
+    });
+    mids = opts.mids ?? (await timed('mids', () => loadMids(db, watermark)));
+    if (opts.mids) seconds.mids = 0;
+    // the state is as of T from here on: the a_positions view and every per-wallet statement read a_meta.as_of
+    await writeMeta(db, asOf, watermark, null, 1);
+    await timed('stream', async () => {
+      await writeMarks(db, mids, asOf);
+      const markets = await loadMarketFacts(db, asOf);
+      for (const t of ['a_position_state', 'a_holds', 'a_risk_daily', 'a_risk_pos']) await db.run(`DROP TABLE IF EXISTS ${t}`);
+      const sinks = await tableSinks(db, tUs, { positions: true, risk: true });
+      const stream = new PositionStream({ T: tUs, mids, markets, risk: { days: riskDays } }, sinks);
+      // a_legs is stored in stream order (the full build sorted it): read as stored, on a connection of its own
+      const legs = (where: string) => db.stream(`SELECT ${LEG_SCAN_COLUMNS} FROM ${LEGS_TABLE} WHERE ts <= ${T} AND ${where}`, feeder(stream));
+      if (!side) await legs('true');
+      else
+        for (let k = 0; k < ranges.length; k++) {
+          // range k is in a_legs (its statement ended) and k + 1 is sorting: one statement at a time on the side
+          await legs(`wallet_id >= ${ranges[k]![0]} AND wallet_id < ${ranges[k]![1]}`);
+          if (k + 1 < ranges.length) {
+            await sorting;
+            sorting = k + 2 < ranges.length ? sort(k + 2) : null;
+          }
+        }
+      stream.finish();
+      await sinks.close();
+      await dropRelation(db, 'a_positions'); // an older build kept it as a table
+      await db.run(POSITIONS_VIEW_DDL);
+      if (side) await side.run(ranged.drop);
+      await db.run(createHorizonFillsSql(T));
+    });
+  } finally {
+    // a failed build leaves no statement running on the side connection it closes
+    await Promise.resolve(sorting).catch(() => undefined);
+    side?.close();
+  }
   await timed('wallets', async () => {
     await db.run(`CREATE OR REPLACE TEMP TABLE median_fill AS ${medianFillSql({ all: true }, T)}`);
     for (const s of walletTableStatements(asOf, { all: true, medianFill: 'median_fill' })) await db.run(`CREATE OR REPLACE TABLE ${s.table} AS ${s.select}`);

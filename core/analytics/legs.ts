@@ -93,6 +93,45 @@ export function createLegsSql(upToSeq: number): string {
   return `CREATE OR REPLACE TABLE ${LEGS_TABLE} AS SELECT * FROM (${fillLegsSql(w)} UNION ALL SELECT * FROM (${inventoryLegsSql(w)})) ORDER BY ${LEGS_ORDER}`;
 }
 
+/**
+ * The full build's a_legs a range of wallets at a time (legRangesSql): each range's legs are sorted apart (a sort that
+ * fits in memory, where all of them at once spilled to disk) and appended in wallet order, so the table is the
+ * same, in the same order, as createLegsSql's; the build streams one range while the next is sorted. The inventory
+ * legs are computed once (their values need every leg of an event, whichever wallets it touches) into a temporary
+ * table of the connection that runs these statements.
+ */
+export const STAGED_INVENTORY_LEGS = 'staged_inventory_legs';
+export function rangedLegsSql(upToSeq: number): { create: string[]; range: (lo: number, hi: number) => string; drop: string } {
+  const w = `seq <= ${upToSeq}`;
+  return {
+    create: [
+      `CREATE OR REPLACE TABLE ${LEGS_TABLE} AS SELECT * FROM (${fillLegsSql('false')} UNION ALL SELECT * FROM (${inventoryLegsSql('false')}))`,
+      `CREATE OR REPLACE TEMP TABLE ${STAGED_INVENTORY_LEGS} AS ${inventoryLegsSql(w)}`,
+    ],
+    range: (lo, hi) => {
+      const r = `wallet_id >= ${lo} AND wallet_id < ${hi}`;
+      return `INSERT INTO ${LEGS_TABLE} SELECT * FROM (SELECT * FROM (${fillLegsSql(w)}) WHERE ${r} UNION ALL SELECT * FROM ${STAGED_INVENTORY_LEGS} WHERE ${r}) ORDER BY ${LEGS_ORDER}`;
+    },
+    drop: `DROP TABLE IF EXISTS ${STAGED_INVENTORY_LEGS}`,
+  };
+}
+
+/**
+ * Wallet ranges [lo, hi) of about `legs` legs each, in wallet order, for rangedLegsSql: from the legs per wallet of
+ * fills and inventory events up to batch `upToSeq` (a count by wallet, no sort of the legs).
+ */
+export function legRangesSql(upToSeq: number, legs: number): string {
+  const w = `seq <= ${upToSeq}`;
+  return `WITH per_wallet AS (
+      SELECT wallet_id, count(*) AS n FROM (
+        SELECT taker_id AS wallet_id FROM fills WHERE taker_id IS NOT NULL AND ${w}
+        UNION ALL SELECT maker_id FROM fills WHERE maker_id IS NOT NULL AND ${w}
+        UNION ALL SELECT l.wallet_id FROM inventory_legs l SEMI JOIN (SELECT tx_hash, log_index FROM inventory_events WHERE ${w}) e USING (tx_hash, log_index))
+      GROUP BY 1),
+    cum AS (SELECT wallet_id, sum(n) OVER (ORDER BY wallet_id) - n AS before FROM per_wallet)
+    SELECT min(wallet_id) AS lo FROM cum GROUP BY before // ${legs} ORDER BY lo`;
+}
+
 /** (Re)append the legs of venue rows of arrival batches (afterSeq, upToSeq] (fills and inventory events). */
 export function appendLegsSql(afterSeq: number, upToSeq: number): string[] {
   const w = `seq > ${afterSeq} AND seq <= ${upToSeq}`;
