@@ -97,16 +97,16 @@ export function createLegsSql(upToSeq: number): string {
  * The full build's a_legs a range of wallets at a time (legRangesSql): each range's legs are sorted apart (a sort that
  * fits in memory, where all of them at once spilled to disk) and appended in wallet order, so the table is the
  * same, in the same order, as createLegsSql's; the build streams one range while the next is sorted. The inventory
- * legs are computed once (their values need every leg of an event, whichever wallets it touches) into a temporary
- * table of the connection that runs these statements.
+ * legs are computed once (their values need every leg of an event, whichever wallets it touches) into a table of
+ * their own, on disk (tens of millions of rows at full scale, kept while every range sorts), dropped at the end.
  */
-export const STAGED_INVENTORY_LEGS = 'staged_inventory_legs';
+export const STAGED_INVENTORY_LEGS = 'a_legs_inventory_staged';
 export function rangedLegsSql(upToSeq: number): { create: string[]; range: (lo: number, hi: number) => string; drop: string } {
   const w = `seq <= ${upToSeq}`;
   return {
     create: [
       `CREATE OR REPLACE TABLE ${LEGS_TABLE} AS SELECT * FROM (${fillLegsSql('false')} UNION ALL SELECT * FROM (${inventoryLegsSql('false')}))`,
-      `CREATE OR REPLACE TEMP TABLE ${STAGED_INVENTORY_LEGS} AS ${inventoryLegsSql(w)}`,
+      `CREATE OR REPLACE TABLE ${STAGED_INVENTORY_LEGS} AS ${inventoryLegsSql(w)}`,
     ],
     range: (lo, hi) => {
       const r = `wallet_id >= ${lo} AND wallet_id < ${hi}`;
