@@ -18,7 +18,7 @@ import { A_LEGS, CLUSTER_RULES, buildClusters } from '../clusters.ts';
 import { writeRankBase } from '../rankings.ts';
 import { scoreBoards, type OrdersOf, type RankingEngine } from '../ranking-engine.ts';
 import { sharpCutoff } from '../tags.ts';
-import { tsLiteral, type AsOf, type ColumnarRunner, type RowWriter, type TableColumns, type ScanBatch } from '../query.ts';
+import { tsLiteral, type AsOf, type ColumnarRunner, type RowWriter, type TableColumns, type ScanBatch, type SideRunner } from '../query.ts';
 import { RANKED_DEVIATES_SQL, WALLET_PCTILE_COLUMNS, writeCohortSql } from './cohort.ts';
 import { LEGS_DDL, LEGS_ORDER, LEGS_TABLE, createHorizonFillsSql, createLegsSql, legRangesSql, rangedLegsSql } from './legs.ts';
 import { MidIndex, tokenOf } from './mid-index.ts';
@@ -424,8 +424,8 @@ export async function fullBuild(db: ColumnarRunner, asOf: AsOf, opts: FullBuildO
   // a_legs: the venue's legs in stream order. On a venue of more legs than one range holds, and with a connection of
   // its own to sort them on, a range of wallets at a time: the stream reads each range while the next is sorted (the
   // sort of every leg at once spilled to disk, and the stream waited for all of it)
-  const ranges = opts.legsReady || !db.side ? [] : await legRanges(db, watermark, opts.legRangeLegs ?? LEG_RANGE_LEGS);
-  const side = ranges.length > 1 ? await db.side!() : null;
+  let ranges: [number, number][] = [];
+  let side: SideRunner | null = null;
   const ranged = rangedLegsSql(watermark);
   let mids: MidIndex;
   let sorting: Promise<void> | null = null;
@@ -437,6 +437,8 @@ export async function fullBuild(db: ColumnarRunner, asOf: AsOf, opts: FullBuildO
   };
   try {
     await timed('legs', async () => {
+      if (!opts.legsReady && db.side) ranges = await legRanges(db, watermark, opts.legRangeLegs ?? LEG_RANGE_LEGS);
+      if (ranges.length > 1) side = await db.side!();
       if (opts.legsReady) await db.run(LEGS_DDL);
       else if (!side) await db.run(createLegsSql(watermark));
       else {
@@ -478,7 +480,7 @@ export async function fullBuild(db: ColumnarRunner, asOf: AsOf, opts: FullBuildO
   } finally {
     // a failed build leaves no statement running on the side connection it closes
     await Promise.resolve(sorting).catch(() => undefined);
-    side?.close();
+    (side as SideRunner | null)?.close();
   }
   await timed('wallets', async () => {
     await db.run(`CREATE OR REPLACE TEMP TABLE median_fill AS ${medianFillSql({ all: true }, T)}`);
