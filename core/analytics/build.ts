@@ -20,7 +20,7 @@ import { scoreBoards, type OrdersOf, type RankingEngine } from '../ranking-engin
 import { sharpCutoff } from '../tags.ts';
 import { tsLiteral, type AsOf, type ColumnarRunner, type RowWriter, type TableColumns, type ScanBatch, type SideRunner } from '../query.ts';
 import { RANKED_DEVIATES_SQL, WALLET_PCTILE_COLUMNS, writeCohortSql } from './cohort.ts';
-import { LEGS_DDL, LEGS_ORDER, LEGS_TABLE, createHorizonFillsSql, createLegsSql, legRangesSql, rangedLegsSql } from './legs.ts';
+import { LEGS_DDL, LEGS_ORDER, LEGS_TABLE, createHorizonFillsSql, createLegsSql, legWalletsSql, rangedLegsSql } from './legs.ts';
 import { MidIndex, tokenOf } from './mid-index.ts';
 import { HOLDS_COLUMNS, HOLDS_DDL, MARKS_DDL, POSITIONS_VIEW_DDL, POSITION_STATE_COLUMNS, POSITION_STATE_DDL, RESUME_COLUMNS } from './positions.ts';
 import { DAY_US, PositionStream, type LegBatch, type MarketFacts, type PositionOut, type StreamSinks } from './position-stream.ts';
@@ -137,10 +137,14 @@ export const LEG_SCAN_COLUMNS = `wallet_id, market_id, outcome_index, epoch_us(t
  */
 export const LEG_RANGE_LEGS = 25_000_000;
 
-/** Wallet ranges [lo, hi) of about `legs` legs each (legRangesSql), in wallet order; the last one open-ended. */
+/**
+ * Wallet ranges [lo, hi) of about `legs` legs each (keySlices over legWalletsSql), in wallet order; the first one
+ * open below, the last one above.
+ */
 export async function legRanges(db: ColumnarRunner, upToSeq: number, legs: number): Promise<[number, number][]> {
-  const lo = (await db.all<{ lo: number }>(legRangesSql(upToSeq, legs))).map((r) => Number(r.lo));
-  return lo.map((l, i) => [i === 0 ? -(2 ** 31) : l, i + 1 < lo.length ? lo[i + 1]! : 2 ** 31 - 1]);
+  const slices = await keySlices(db, legWalletsSql(upToSeq), 'wallet_id', legs);
+  if (slices.length) slices[0]![0] = -(2 ** 31);
+  return slices;
 }
 
 /** Legs per scan: a scan is held in memory whole (ColumnarRunner.scan), so big reads go slice by slice. */

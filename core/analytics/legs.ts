@@ -94,13 +94,13 @@ export function createLegsSql(upToSeq: number): string {
 }
 
 /**
- * The full build's a_legs a range of wallets at a time (legRangesSql): each range's legs are sorted apart (a sort that
+ * The full build's a_legs a range of wallets at a time (ranges counted over legWalletsSql): each range's legs are sorted apart (a sort that
  * fits in memory, where all of them at once spilled to disk) and appended in wallet order, so the table is the
  * same, in the same order, as createLegsSql's; the build streams one range while the next is sorted. The inventory
  * legs are computed once (their values need every leg of an event, whichever wallets it touches) into a table of
  * their own, on disk (tens of millions of rows at full scale, kept while every range sorts), dropped at the end.
  */
-export const STAGED_INVENTORY_LEGS = 'a_legs_inventory_staged';
+const STAGED_INVENTORY_LEGS = 'a_legs_inventory_staged';
 export function rangedLegsSql(upToSeq: number): { create: string[]; range: (lo: number, hi: number) => string; drop: string } {
   const w = `seq <= ${upToSeq}`;
   return {
@@ -117,19 +117,14 @@ export function rangedLegsSql(upToSeq: number): { create: string[]; range: (lo: 
 }
 
 /**
- * Wallet ranges [lo, hi) of about `legs` legs each, in wallet order, for rangedLegsSql: from the legs per wallet of
- * fills and inventory events up to batch `upToSeq` (a count by wallet, no sort of the legs).
+ * A FROM clause with one row (its wallet_id) per leg of fills and inventory events up to batch `upToSeq`: what the
+ * build's wallet ranges for rangedLegsSql are counted over (no sort of the legs).
  */
-export function legRangesSql(upToSeq: number, legs: number): string {
+export function legWalletsSql(upToSeq: number): string {
   const w = `seq <= ${upToSeq}`;
-  return `WITH per_wallet AS (
-      SELECT wallet_id, count(*) AS n FROM (
-        SELECT taker_id AS wallet_id FROM fills WHERE taker_id IS NOT NULL AND ${w}
-        UNION ALL SELECT maker_id FROM fills WHERE maker_id IS NOT NULL AND ${w}
-        UNION ALL SELECT l.wallet_id FROM inventory_legs l SEMI JOIN (SELECT tx_hash, log_index FROM inventory_events WHERE ${w}) e USING (tx_hash, log_index))
-      GROUP BY 1),
-    cum AS (SELECT wallet_id, sum(n) OVER (ORDER BY wallet_id) - n AS before FROM per_wallet)
-    SELECT min(wallet_id) AS lo FROM cum GROUP BY before // ${legs} ORDER BY lo`;
+  return `(SELECT taker_id AS wallet_id FROM fills WHERE taker_id IS NOT NULL AND ${w}
+    UNION ALL SELECT maker_id FROM fills WHERE maker_id IS NOT NULL AND ${w}
+    UNION ALL SELECT l.wallet_id FROM inventory_legs l SEMI JOIN (SELECT tx_hash, log_index FROM inventory_events WHERE ${w}) e USING (tx_hash, log_index))`;
 }
 
 /** (Re)append the legs of venue rows of arrival batches (afterSeq, upToSeq] (fills and inventory events). */
