@@ -231,20 +231,44 @@ describe('wide cohorts, deep pages and users with several wallets = SQL', () => 
     expect(pages).toBeGreaterThan(40);
   }, 300_000);
 
-  it('the whole cohort and one, two (one pass for both), three, seven or every weighted metric, in either direction and order', async () => {
+  it('the whole cohort and one, two (one pass for both), three, five, six, seven or every weighted metric, in either direction and order', async () => {
     // no filter and no gate: the ranks are the rank keys themselves; with a gate: ranks counted by a walk of the order
-    // or, for few rows, by position. One metric, two (each pair of directions, both orders), then three, seven and all
-    // of them, two per pass over the sums
+    // or, for few rows, by position. One metric, two (each pair of directions, both orders), then three, five, six,
+    // seven and all of them: four per pass over the sums (three with a fourth of weight 0), then two, then one
     const higher = METRIC_IDS.filter((id) => METRICS[id].better === 'higher').slice(0, 2);
     const lower = METRIC_IDS.filter((id) => METRICS[id].better === 'lower').slice(0, 2);
     expect(higher.length && lower.length).toBeTruthy();
     const pairs: [MetricId, MetricId][] = [[higher[0]!, lower[0]!], [lower[0]!, higher[0]!], [higher[0]!, higher[1] ?? higher[0]!], [lower[0]!, lower[1] ?? lower[0]!]];
     const many = (k: number) => Object.fromEntries(METRIC_IDS.slice(0, k).map((id, j) => [id, 0.5 + (j % 4)]));
-    const weightSets = [...pairs.map(([a, b]) => ({ [a]: 2, [b]: 1 })), { [lower[0]!]: 1 }, { [higher[0]!]: 1, [lower[0]!]: 3, [higher[1] ?? lower[1]!]: 0.5 }, many(7), many(METRIC_IDS.length)];
+    const weightSets = [...pairs.map(([a, b]) => ({ [a]: 2, [b]: 1 })), { [lower[0]!]: 1 }, { [higher[0]!]: 1, [lower[0]!]: 3, [higher[1] ?? lower[1]!]: 0.5 }, many(5), many(6), many(7), many(METRIC_IDS.length)];
     const gates = [[], [{ field: 'trade_count' as const, op: 'gte' as const, value: 3 }], [{ field: 'trade_count' as const, op: 'gte' as const, value: 30 }]];
     for (const weights of weightSets)
       for (const g of gates)
         for (const sort_dir of ['best_first', 'worst_first'] as const) expect(await sameAsSql(linked, RankingConfig.parse({ weights, gates: g, sort_dir, limit: 100 }))).toBeGreaterThan(1);
+  }, 300_000);
+
+  it('a weighted metric measured in one gated row only (its percentile is 100), alone and next to another', async () => {
+    // a volume gate (no ties) keeping the k biggest or smallest wallets, for the smallest k >= 3 that leaves a metric
+    // measured in exactly one of them
+    const c = linked.cols;
+    const measuredIn = (m: MetricId, rows: number[]) => rows.filter((i) => c.measured[m][i] === 1 && !Number.isNaN(c.value[m][i]!)).length;
+    let found: { op: 'gte' | 'lte'; value: number; id: MetricId } | null = null;
+    for (const op of ['gte', 'lte'] as const) {
+      const byVolume = [...c.volume.keys()].sort((a, b) => (op === 'gte' ? c.volume[b]! - c.volume[a]! : c.volume[a]! - c.volume[b]!));
+      for (let k = 3; k <= byVolume.length && !found; k++) {
+        const rows = byVolume.slice(0, k);
+        const value = c.volume[rows[k - 1]!]!;
+        if (k < byVolume.length && c.volume[byVolume[k]!] === value) continue;
+        const id = METRIC_IDS.find((m) => measuredIn(m, rows) === 1);
+        if (id) found = { op, value, id };
+      }
+    }
+    expect(found).not.toBeNull();
+    const { op, value, id } = found!;
+    const other = METRIC_IDS.find((m) => m !== id && METRICS[m].better === 'higher')!;
+    const gates = [{ field: 'lifetime_volume_usdc' as const, op, value }];
+    for (const weights of [{ [id]: 2 }, { [id]: 1, [other]: 1 }, { [other]: 1, [id]: 2, volume: 1 }])
+      expect(await sameAsSql(linked, RankingConfig.parse({ weights, gates, limit: 100 }))).toBeGreaterThan(0);
   }, 300_000);
 });
 
