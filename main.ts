@@ -30,6 +30,7 @@ import { snapshotRunner } from './data/snapshot-runner.ts';
 import { PublishedAnalytics, publishAnalytics, type PublishedPointer } from './data/published-analytics.ts';
 import { LocalFillBus, RedisFillBus, type FillBus } from './jobs/fill-bus.ts';
 import { healthOnlyApp, type HealthCheck } from './web-api/health.ts';
+import { keepIdleConnections } from './web-api/keep-alive.ts';
 import { RedisSharedCache } from './data/shared-cache.ts';
 import { RankerCache } from './jobs/analytics/rankers.ts';
 import { ensureWalletLinks } from './core/rankings.ts';
@@ -443,13 +444,13 @@ else if (!builds || env.LIVE_TAIL === 'on') {
       return who ? { userId: who.user_id, maxConnections: who.plan === 'free' ? 3 : 10 } : null;
     },
   });
-  const server: Server = api.listen(env.PORT, env.HOST, () => {
+  const server: Server = keepIdleConnections(api.listen(env.PORT, env.HOST, () => {
     if (!serves) return console.log(`Role ${role}: health at ${origin}/healthz and ${origin}/readyz; analytics published to ${publishDir}`);
     console.log(`Web app: ${origin}/   API: ${origin}/v1/openapi.json  (try ${origin}/v1/public/leaderboard)`);
     if (gateway) console.log(`Agent tier (x402): ${origin}/x402/info   MCP (Streamable HTTP): ${origin}/mcp`);
     console.log(`Realtime fills (WebSocket): ${origin.replace(/^http/, 'ws')}/v1/stream`);
     if (gateway?.demoPayer) console.log(`  local chain ${gateway.chain!.rpcUrl}: demo payer ${gateway.demoPayer.address} holds 10 test USDC (private key ${gateway.demoPayer.privateKey})`);
-  });
+  }));
   if (serves) {
     stream.attach(server);
     bus.subscribe((data, emittedAt) => stream.publish(data, emittedAt));
@@ -645,8 +646,10 @@ async function runWorker(): Promise<void> {
   await webhooks.start();
   const plansReload = setInterval(() => void accounts.refreshPlans().catch(() => {}), 10_000);
   let draining = false;
-  const server = healthOnlyApp({ role, checks: [{ name: 'service_db', check: async () => void (await serviceDb.get('SELECT 1 AS one')) }], draining: () => draining }).listen(env.PORT, env.HOST, () =>
-    console.log(`Role worker: delivering webhooks (${queueRedis ? 'Redis queue' : 'outbox'}); health at http://${env.HOST}:${env.PORT}/healthz`),
+  const server = keepIdleConnections(
+    healthOnlyApp({ role, checks: [{ name: 'service_db', check: async () => void (await serviceDb.get('SELECT 1 AS one')) }], draining: () => draining }).listen(env.PORT, env.HOST, () =>
+      console.log(`Role worker: delivering webhooks (${queueRedis ? 'Redis queue' : 'outbox'}); health at http://${env.HOST}:${env.PORT}/healthz`),
+    ),
   );
   const stop = async () => {
     draining = true;

@@ -11,6 +11,7 @@ import { SqlRateStore } from '../data/rate-limit.ts';
 import { ResolutionFeed } from '../data/resolution-feed.ts';
 import { openServiceDb } from '../data/sql/db.ts';
 import { createApp, type AppDeps } from '../web-api/app.ts';
+import { keepIdleConnections } from '../web-api/keep-alive.ts';
 
 export interface BenchApp {
   base: string;
@@ -36,7 +37,8 @@ export async function startBenchApp(deps: Omit<AppDeps, 'accounts' | 'rates' | '
     tidKey: 'bench-tid-key-0123456789abcdef',
     rateRules: { ip: { limit: 1e9 }, publicIp: { limit: 1e9 }, nonceIp: { limit: 1e9 }, verifyIp: { limit: 1e9 } },
   });
-  const server = app.listen(0, '127.0.0.1');
+  // as main.ts serves it
+  const server = keepIdleConnections(app.listen(0, '127.0.0.1'));
   await new Promise((r) => server.once('listening', r));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   auth.origin = base;
