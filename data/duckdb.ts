@@ -1,5 +1,5 @@
 /** Small helpers around @duckdb/node-api shared by ingest, the generator and the analytics build. */
-import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { DuckDBInstance, type DuckDBAppender, type DuckDBConnection } from '@duckdb/node-api';
 
 export interface OpenOptions {
   /** Path of the database file, or ':memory:'. */
@@ -38,4 +38,22 @@ function normalizeRow(row: Record<string, unknown>): Record<string, unknown> {
 /** SQL string literal. */
 export function sqlString(s: string): string {
   return `'${s.replaceAll("'", "''")}'`;
+}
+
+/**
+ * Append rows to a table of the database without holding the event loop. An appender's close commits on the
+ * calling thread, and a commit runs the checkpoint DuckDB left pending (it skips one while another transaction is
+ * open — a service's readers hold snapshots — and the next commit that finds the log past its threshold runs it):
+ * a whole checkpoint on the event loop, seconds at full scale, every request waiting (test/data/duckdb-append.test.ts).
+ * The rows go to an empty temporary copy of the table, whose close writes no log, then one INSERT, awaited off the
+ * thread, moves them (its own transaction, as the appender's close was).
+ */
+export async function appendRows(conn: DuckDBConnection, table: string, rows: (appender: DuckDBAppender) => void): Promise<void> {
+  const stage = `append_stage_${table}`;
+  await conn.run(`CREATE OR REPLACE TEMP TABLE ${stage} AS SELECT * FROM ${table} LIMIT 0`);
+  const appender = await conn.createAppender(stage);
+  rows(appender);
+  appender.closeSync();
+  await conn.run(`INSERT INTO ${table} SELECT * FROM ${stage}`);
+  await conn.run(`DROP TABLE ${stage}`);
 }

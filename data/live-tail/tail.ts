@@ -5,7 +5,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { DuckDBTimestampValue, type DuckDBConnection } from '@duckdb/node-api';
-import { queryRows } from '../duckdb.ts';
+import { appendRows, queryRows } from '../duckdb.ts';
 import { nextVenueSeq } from '../schema.ts';
 import { readRealMarkets } from '../ingest/real-markets.ts';
 import type { VenueOptions } from '../generator/config.ts';
@@ -105,39 +105,40 @@ export class LiveTail extends EventEmitter<LiveTailEvents> {
     // one arrival batch for everything this tick writes (the analytics refresh reads what arrived after its watermark)
     const seq = BigInt(await nextVenueSeq(this.conn));
     if (b.fills.length) {
-      const app = await this.conn.createAppender('fills');
-      for (const f of b.fills) {
-        app.appendVarchar(f.txHash);
-        app.appendInteger(f.logIndex);
-        app.appendTimestamp(ts(f.ts));
-        app.appendInteger(f.marketId);
-        app.appendUTinyInt(f.outcome);
-        app.appendInteger(f.makerId);
-        app.appendInteger(f.takerId);
-        app.appendVarchar(f.side);
-        app.appendVarchar('direct');
-        app.appendDouble(f.price);
-        app.appendDouble(f.shares);
-        app.appendDouble(f.sizeUsdc);
-        app.appendDouble(f.feeUsdc);
-        app.appendUTinyInt(2);
-        app.appendVarchar(f.exchangeKind);
-        app.appendBigInt(seq);
-        app.endRow();
-      }
-      app.closeSync();
+      // appendRows: the appender's close would commit, and maybe checkpoint, on the event loop
+      await appendRows(this.conn, 'fills', (app) => {
+        for (const f of b.fills) {
+          app.appendVarchar(f.txHash);
+          app.appendInteger(f.logIndex);
+          app.appendTimestamp(ts(f.ts));
+          app.appendInteger(f.marketId);
+          app.appendUTinyInt(f.outcome);
+          app.appendInteger(f.makerId);
+          app.appendInteger(f.takerId);
+          app.appendVarchar(f.side);
+          app.appendVarchar('direct');
+          app.appendDouble(f.price);
+          app.appendDouble(f.shares);
+          app.appendDouble(f.sizeUsdc);
+          app.appendDouble(f.feeUsdc);
+          app.appendUTinyInt(2);
+          app.appendVarchar(f.exchangeKind);
+          app.appendBigInt(seq);
+          app.endRow();
+        }
+      });
     }
     if (b.mids.length) {
-      const app = await this.conn.createAppender('mids');
-      for (const m of b.mids) {
-        app.appendInteger(m.marketId);
-        app.appendUTinyInt(m.outcome);
-        app.appendTimestamp(ts(m.ts));
-        app.appendDouble(m.mid);
-        app.appendBigInt(seq);
-        app.endRow();
-      }
-      app.closeSync();
+      await appendRows(this.conn, 'mids', (app) => {
+        for (const m of b.mids) {
+          app.appendInteger(m.marketId);
+          app.appendUTinyInt(m.outcome);
+          app.appendTimestamp(ts(m.ts));
+          app.appendDouble(m.mid);
+          app.appendBigInt(seq);
+          app.endRow();
+        }
+      });
     }
     for (const c of b.closed) {
       await this.conn.run(`UPDATE markets SET closed_at = make_timestamp($1::BIGINT * 1000000) WHERE market_id = $2 AND closed_at IS NULL`, [c.closedAt, c.marketId]);
