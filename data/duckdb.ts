@@ -51,7 +51,7 @@ export function sqlString(s: string): string {
 export async function appendRows(conn: DuckDBConnection, table: string, rows: (appender: DuckDBAppender) => void): Promise<void> {
   const stage = `append_stage_${table}`;
   await conn.run(`CREATE OR REPLACE TEMP TABLE ${stage} AS SELECT * FROM ${table} LIMIT 0`);
-  const appender = await conn.createAppender(stage);
+  const appender = await conn.createAppender(stage, 'main', 'temp');
   rows(appender);
   appender.closeSync();
   await conn.run(`INSERT INTO ${table} SELECT * FROM ${stage}`);
