@@ -573,8 +573,8 @@ export class RankingEngine {
 
   /**
    * Add `weight` x each gated measured row's percentile of `id` to the composite sums of the gated rows (num[g],
-   * den[g] for the g-th gated row): the metric left over when pairPass takes the others two at a time, or the only
-   * one. The first metric's pass writes the sums (0 + x is +0 or x), so they need no clearing pass.
+   * den[g] for the g-th gated row): the metric left over after the four- and two-metric passes, or the only one.
+   * The first metric's pass writes the sums (0 + x is +0 or x), so they need no clearing pass.
    */
   private addWeighted(t: PassTerm, gated: Int32Array, first: boolean): void {
     const { key, len, src, flip, keep, base, div, sel } = t;
@@ -622,7 +622,7 @@ export class RankingEngine {
   /**
    * Two weighted metrics in one pass over the gated rows: x_a then x_b added to each row's sums, the same additions
    * in the same order as two addWeighted passes, so the same doubles. `to`: 'sums' writes the sums (from zero when
-   * `first`, else onto them: three or more metrics go two per pass); 'composites' (exactly two metrics) writes the
+   * `first`, else onto them: two metrics left after the four-metric passes); 'composites' (exactly two metrics) writes the
    * composites themselves into num (compact) and returns the rows scored: the sums stay in registers, where a pass
    * per metric and a composite pass read and wrote four columns of doubles more. The branches on `to` and `first` go
    * the same way for every row.
