@@ -8,7 +8,8 @@
  * committed with it. The custom-ranking figure adds the in-memory ranker's reload after the publish. Meanwhile a
  * client asks for uncached preset rankings (one every --probe-ms) and custom rankings; their latency is reported
  * while a refresh runs and between refreshes. CPU share: the process's CPU time (DuckDB threads included) over
- * wall × cores, and the part of it spent while refreshes ran.
+ * wall × cores, and the part of it spent while refreshes ran. The event loop's delay (p50, p99, max): every request
+ * waits while it is held, and a hold past the servers' keep-alive timeout reset keep-alive clients.
  *
  *   npm run bench:freshness -- [--db PATH --wallets N --days D --seed S] [--rate 68] [--seconds 300]
  *        [--refresh-ms 0] [--probe-ms 250] [--memory-limit 5GB] [--warmup-refreshes 0]
@@ -19,6 +20,7 @@
  * The tail's rows stay in the database (a later run continues after them), as they would in the service.
  */
 import { cpus } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { PRESETS, ensureWalletLinks } from '../core/rankings.ts';
@@ -79,6 +81,9 @@ let refreshCpuUs = 0;
 let cpuAtStart = process.cpuUsage();
 let cpu0 = process.cpuUsage();
 let wall0 = performance.now();
+// how long the event loop was held (requests wait that long; past the servers' keep-alive timeout clients were reset)
+const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+loopDelay.enable();
 engine.on('published', (p, r) => {
   const wallMs = Date.now();
   const rec = { p, wallMs, seconds: r.total_seconds, steps: r.seconds, rankerMs: null as number | null, cpuMs: 0 };
@@ -109,6 +114,7 @@ if (a['warmup-refreshes'] > 0) {
   publishes.length = 0;
   cpu0 = process.cpuUsage();
   wall0 = performance.now();
+  loopDelay.reset();
 }
 
 // refreshes back to back (or every --refresh-ms), CPU counted per refresh
@@ -233,6 +239,7 @@ const out = {
   versions_published: publishes.length,
   refresh_errors: refreshErrors,
   probe_errors: { count: probeErrors.length, first: probeErrors.slice(0, 5) },
+  event_loop_delay_ms: { p50: Number((loopDelay.percentile(50) / 1e6).toFixed(1)), p99: Number((loopDelay.percentile(99) / 1e6).toFixed(1)), max: Number((loopDelay.max / 1e6).toFixed(1)) },
   final_refresh_error: finalRefreshError,
   warmup_refreshes: warmups,
   refresh_seconds: stats(refreshes),
