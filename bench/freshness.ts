@@ -9,7 +9,8 @@
  * client asks for uncached preset rankings (one every --probe-ms) and custom rankings; their latency is reported
  * while a refresh runs and between refreshes. CPU share: the process's CPU time (DuckDB threads included) over
  * wall × cores, and the part of it spent while refreshes ran. The event loop's delay (p50, p99, max): every request
- * waits while it is held, and a hold past the servers' keep-alive timeout reset keep-alive clients.
+ * waits while it is held, and a hold past the servers' keep-alive timeout reset keep-alive clients; every hold over
+ * a second is listed with what happened last before it (a refresh step that ended, a publish).
  *
  *   npm run bench:freshness -- [--db PATH --wallets N --days D --seed S] [--rate 68] [--seconds 300]
  *        [--refresh-ms 0] [--probe-ms 250] [--memory-limit 5GB] [--warmup-refreshes 0]
@@ -58,12 +59,25 @@ const [summary] = await queryRows<{ wallets: number; fills: number; last: Date }
 process.stderr.write(`venue ${dbPath}: ${Number(summary!.wallets).toLocaleString()} wallets, ${Number(summary!.fills).toLocaleString()} fills\n`);
 
 let tail: LiveTail | undefined;
+// holds of the event loop over a second, with what last happened before each (a refresh step that ended, a publish)
+let lastEvent = 'start';
+const longHolds: { at_s: number; held_ms: number; after: string }[] = [];
+const tOpenAll = performance.now();
+let beatAt = performance.now();
+const heartbeat = setInterval(() => {
+  const now = performance.now();
+  if (now - beatAt > 1000) longHolds.push({ at_s: Math.round((now - tOpenAll) / 1000), held_ms: Math.round(now - beatAt - 20), after: lastEvent });
+  beatAt = now;
+}, 20);
 const venueNow = () => (tail ? new Date(tail.stats().venueTime) : new Date(summary!.last));
 const tOpen = performance.now();
 const engine = await AnalyticsEngine.open(instance, {
   now: venueNow,
   log: (m) => process.stderr.write(`${m}\n`),
-  onRefreshStep: (name, sec) => (sec >= 1 ? process.stderr.write(`    ${name} ${sec.toFixed(1)} s\n`) : undefined),
+  onRefreshStep: (name, sec) => {
+    lastEvent = `after refresh step ${name}`;
+    if (sec >= 1) process.stderr.write(`    ${name} ${sec.toFixed(1)} s\n`);
+  },
 });
 const openSeconds = (performance.now() - tOpen) / 1000;
 const apiDb = snapshotRunner(instance, { size: 8 });
@@ -85,6 +99,7 @@ let wall0 = performance.now();
 const loopDelay = monitorEventLoopDelay({ resolution: 10 });
 loopDelay.enable();
 engine.on('published', (p, r) => {
+  lastEvent = `published v${p.version}`;
   const wallMs = Date.now();
   const rec = { p, wallMs, seconds: r.total_seconds, steps: r.seconds, rankerMs: null as number | null, cpuMs: 0 };
   publishes.push(rec);
@@ -124,6 +139,7 @@ const refreshLoop = (async () => {
     refreshing = true;
     cpuAtStart = process.cpuUsage();
     try {
+      lastEvent = 'refresh started';
       await engine.refreshNow();
     } catch (e) {
       refreshErrors.push((e as Error).message.split('\n')[0]!);
@@ -239,6 +255,7 @@ const out = {
   versions_published: publishes.length,
   refresh_errors: refreshErrors,
   probe_errors: { count: probeErrors.length, first: probeErrors.slice(0, 5) },
+  event_loop_holds_over_1s: { count: longHolds.length, first: longHolds.slice(0, 20) },
   event_loop_delay_ms: { p50: Number((loopDelay.percentile(50) / 1e6).toFixed(1)), p99: Number((loopDelay.percentile(99) / 1e6).toFixed(1)), max: Number((loopDelay.max / 1e6).toFixed(1)) },
   final_refresh_error: finalRefreshError,
   warmup_refreshes: warmups,
@@ -257,6 +274,7 @@ const out = {
 };
 console.log(JSON.stringify(out, null, 2));
 clearInterval(rssTimer);
+clearInterval(heartbeat);
 await closeApp();
 await engine.stop();
 apiDb.close();
