@@ -62,15 +62,14 @@ let tail: LiveTail | undefined;
 // holds of the event loop over a second, with what last happened before each (a refresh step that ended, a publish)
 let lastEvent = 'start';
 const longHolds: { at_s: number; held_ms: number; after: string }[] = [];
-const tOpenAll = performance.now();
+const tOpen = performance.now();
 let beatAt = performance.now();
 const heartbeat = setInterval(() => {
   const now = performance.now();
-  if (now - beatAt > 1000) longHolds.push({ at_s: Math.round((now - tOpenAll) / 1000), held_ms: Math.round(now - beatAt - 20), after: lastEvent });
+  if (now - beatAt > 1000) longHolds.push({ at_s: Math.round((now - tOpen) / 1000), held_ms: Math.round(now - beatAt - 20), after: lastEvent });
   beatAt = now;
 }, 20);
 const venueNow = () => (tail ? new Date(tail.stats().venueTime) : new Date(summary!.last));
-const tOpen = performance.now();
 const engine = await AnalyticsEngine.open(instance, {
   now: venueNow,
   log: (m) => process.stderr.write(`${m}\n`),

@@ -559,10 +559,11 @@ export class RankingEngine {
   private termOf({ id, weight, counts }: Weighted): PassTerm {
     const { n, byRow } = counts;
     const lowerWhole = byRow === null && METRICS[id].better !== 'higher';
+    const key = this.rankKeyOf(id);
     return {
-      key: this.rankKeyOf(id),
+      key,
       len: this.order[id].length,
-      src: byRow ?? this.rankKeyOf(id),
+      src: byRow ?? key,
       flip: lowerWhole ? -1 : 0,
       keep: n === 1 ? 0 : -1,
       base: n === 1 ? 1 : lowerWhole ? n + 1 : 0,

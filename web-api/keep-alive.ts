@@ -7,7 +7,7 @@
  * synchronous step of an analytics refresh at full scale — the server's idle timer and the client's next request
  * fire in the same turn (Node waits about a second past the timeout), and the timer wins: `bench:freshness` at full
  * scale saw 3 resets in ~1,000 requests, and test/web-api/keep-alive.test.ts reproduces it.
- * 65 s outlasts any such stall measured (the longest step is a few seconds) and any client's own idle limit
+ * 65 s outlasts any such stall measured (the longest: 13 s, in a full-scale refresh's boards step) and any client's own idle limit
  * (undici 4 s, browsers ~60 s, load balancers 60 s), so the client always closes first.
  * `headersTimeout` stays above it, as Node requires to avoid the same race on a request's headers.
  */

@@ -94,11 +94,12 @@ export function createLegsSql(upToSeq: number): string {
 }
 
 /**
- * The full build's a_legs a range of wallets at a time (ranges counted over legWalletsSql): each range's legs are sorted apart (a sort that
- * fits in memory, where all of them at once spilled to disk) and appended in wallet order, so the table is the
- * same, in the same order, as createLegsSql's; the build streams one range while the next is sorted. The inventory
- * legs are computed once (their values need every leg of an event, whichever wallets it touches) into a table of
- * their own, on disk (tens of millions of rows at full scale, kept while every range sorts), dropped at the end.
+ * The full build's a_legs a range of wallets at a time (ranges counted over legWalletsSql): each range's legs are
+ * sorted apart (a sort that fits in memory, where all of them at once spilled to disk) and appended in wallet order, so
+ * the table is the same, in the same order, as createLegsSql's; the build streams one range while the next is sorted.
+ * The inventory legs are computed once (their values need every leg of an event, whichever wallets it touches) into a
+ * table of their own, on disk (tens of millions of rows at full scale, kept while every range sorts), dropped at the
+ * end.
  */
 const STAGED_INVENTORY_LEGS = 'a_legs_inventory_staged';
 export function rangedLegsSql(upToSeq: number): { create: string[]; range: (lo: number, hi: number) => string; drop: string } {
