@@ -47,6 +47,8 @@ export interface DeliveryRow {
   body: string;
   attempts: number;
   next_attempt_ms: number;
+  /** until when the last claim holds the row (0: free); a claim returns the lease it set, which fences its outcome */
+  lease_until_ms: number;
   status: DeliveryStatus;
   last_status: number | null;
   last_error: string | null;
@@ -379,24 +381,34 @@ export class WebhookStore extends ServiceStore {
     return rows.sort((a, b) => a.next_attempt_ms - b.next_attempt_ms || a.delivery_id - b.delivery_id);
   }
 
+  /**
+   * A 2xx answer. It is final even over an exhausted delivery: a worker whose lease ran out mid-send (a process held
+   * past it) can get its 2xx after a later claim's failures exhausted the row, and the receiver did get the event.
+   */
   async delivered(id: number, httpStatus: number, nowMs: number): Promise<void> {
     await this.db.run(
-      `UPDATE webhook_deliveries SET status = 'delivered', attempts = attempts + 1, last_status = ?, last_error = NULL, delivered_ms = ?, lease_until_ms = 0 WHERE delivery_id = ? AND status = 'pending'`,
+      `UPDATE webhook_deliveries SET status = 'delivered', attempts = attempts + 1, last_status = ?, last_error = NULL, delivered_ms = ?, lease_until_ms = 0 WHERE delivery_id = ? AND status IN ('pending', 'exhausted')`,
       [httpStatus, nowMs, id],
     );
   }
 
-  /** A failed attempt: schedule the next one, or mark the delivery exhausted (never replayed). */
-  async failed(id: number, httpStatus: number | null, error: string, nextAttemptMs: number | null): Promise<void> {
+  /**
+   * A failed attempt: schedule the next one, or mark the delivery exhausted (never replayed). Given the lease its claim
+   * set (`leaseUntilMs`), it counts only while that lease is still the row's: once another claim has taken the row, a
+   * late failure of the stale attempt would count a try twice and could exhaust the delivery early.
+   */
+  async failed(id: number, httpStatus: number | null, error: string, nextAttemptMs: number | null, leaseUntilMs?: number): Promise<void> {
+    const fence = leaseUntilMs === undefined ? '' : ' AND lease_until_ms = ?';
+    const fenced = leaseUntilMs === undefined ? [] : [leaseUntilMs];
     if (nextAttemptMs === null)
       await this.db.run(
-        `UPDATE webhook_deliveries SET status = 'exhausted', attempts = attempts + 1, last_status = ?, last_error = ?, lease_until_ms = 0 WHERE delivery_id = ? AND status = 'pending'`,
-        [httpStatus, error.slice(0, 500), id],
+        `UPDATE webhook_deliveries SET status = 'exhausted', attempts = attempts + 1, last_status = ?, last_error = ?, lease_until_ms = 0 WHERE delivery_id = ? AND status = 'pending'${fence}`,
+        [httpStatus, error.slice(0, 500), id, ...fenced],
       );
     else
       await this.db.run(
-        `UPDATE webhook_deliveries SET attempts = attempts + 1, last_status = ?, last_error = ?, next_attempt_ms = ?, lease_until_ms = 0 WHERE delivery_id = ? AND status = 'pending'`,
-        [httpStatus, error.slice(0, 500), nextAttemptMs, id],
+        `UPDATE webhook_deliveries SET attempts = attempts + 1, last_status = ?, last_error = ?, next_attempt_ms = ?, lease_until_ms = 0 WHERE delivery_id = ? AND status = 'pending'${fence}`,
+        [httpStatus, error.slice(0, 500), nextAttemptMs, id, ...fenced],
       );
   }
 

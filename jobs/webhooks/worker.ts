@@ -65,7 +65,7 @@ export class DeliveryWorker {
     const { store } = this.deps;
     const target = await store.target(d.subscription_id);
     if (!target) {
-      await store.failed(d.delivery_id, null, 'subscription deleted', null);
+      await store.failed(d.delivery_id, null, 'subscription deleted', null, d.lease_until_ms);
       return;
     }
     const nowMs = this.now().getTime();
@@ -78,7 +78,7 @@ export class DeliveryWorker {
     }
     const at = this.now().getTime();
     if (r.ok && r.status !== null && r.status >= 200 && r.status < 300) await store.delivered(d.delivery_id, r.status, at);
-    else await store.failed(d.delivery_id, r.status, r.error ?? `HTTP ${r.status}`, nextAttemptAfter(d.attempts + 1, at));
+    else await store.failed(d.delivery_id, r.status, r.error ?? `HTTP ${r.status}`, nextAttemptAfter(d.attempts + 1, at), d.lease_until_ms);
   }
 
   /** Claim and attempt everything due now (in batches); returns how many attempts were made. */

@@ -269,6 +269,36 @@ describe.each(SERVICE_ENGINES)('the webhook and push stores on $name', (engine) 
     expect((await B.claim(10, t0 + 3 * 60 * 60_000, 60_000)).map((d) => d.event_id)).not.toContain(`evt_early_${u}`);
   });
 
+
+  it('an attempt whose lease ran out: its failure does not count once another claim holds the row; its 2xx is final', async () => {
+    const u = newUser();
+    const s = await A.create(sub(u), now);
+    const t0 = now + 40 * 24 * 3600_000;
+    await dbA.run(`UPDATE webhook_deliveries SET status = 'dropped' WHERE status = 'pending'`);
+    for (const id of ['slow', 'late_ok']) await A.enqueue(event(`evt_${id}_${u}`), [{ id: s.id, user_id: u }], () => 1e9, t0);
+    const row = async (id: string) => (await B.delivery(`evt_${id}_${u}`, s.id))!;
+    const first = await A.claim(10, t0, 60_000);
+    expect(first.map((d) => d.lease_until_ms)).toEqual([t0 + 60_000, t0 + 60_000]);
+    const firstOf = (id: string) => first.find((d) => d.event_id === `evt_${id}_${u}`)!;
+    // both leases run out mid-send; another worker claims the rows again
+    const second = await B.claim(10, t0 + 60_000, 60_000);
+    const secondOf = (id: string) => second.find((d) => d.event_id === `evt_${id}_${u}`)!;
+    expect(secondOf('slow').lease_until_ms).toBe(t0 + 120_000);
+    // the stale attempt's failure is not a try of the current claim: nothing changes
+    await A.failed(firstOf('slow').delivery_id, 503, 'http 503', t0 + 65_000, firstOf('slow').lease_until_ms);
+    expect(await row('slow')).toMatchObject({ status: 'pending', attempts: 0, last_status: null, lease_until_ms: t0 + 120_000 });
+    // the current claim's failure counts and frees the row
+    await B.failed(secondOf('slow').delivery_id, 500, 'http 500', t0 + 70_000, secondOf('slow').lease_until_ms);
+    expect(await row('slow')).toMatchObject({ status: 'pending', attempts: 1, last_status: 500, next_attempt_ms: t0 + 70_000, lease_until_ms: 0 });
+    // the current claim exhausts 'late_ok'; then the stale attempt's 2xx arrives: the receiver has the event
+    await B.failed(secondOf('late_ok').delivery_id, 500, 'http 500', null, secondOf('late_ok').lease_until_ms);
+    expect((await row('late_ok')).status).toBe('exhausted');
+    await A.delivered(firstOf('late_ok').delivery_id, 200, t0 + 61_000);
+    expect(await row('late_ok')).toMatchObject({ status: 'delivered', attempts: 2, last_status: 200, last_error: null, delivered_ms: t0 + 61_000 });
+    // and a failure after that changes nothing
+    await B.failed(secondOf('late_ok').delivery_id, 500, 'http 500', null, 0);
+    expect((await row('late_ok')).status).toBe('delivered');
+  });
   it('push subscriptions: one row per endpoint across replicas, keep-or-replace by owner, removal once', async () => {
     const endpoint = `https://push.example.com/${engine.name}/1`;
     const keys = { p256dh: 'p'.repeat(87), auth: 'a'.repeat(22) };

@@ -20,6 +20,8 @@ const ca = readFileSync(process.env.WEBHOOK_CA!, 'utf8');
 const worker = new DeliveryWorker({
   store,
   now,
+  // 60 s of virtual time is ~17 ms here, shorter than many sends: leases run out mid-send and rows are claimed again
+  // while an attempt is in flight, so the store's fencing of stale outcomes is exercised on every run
   leaseMs: 60_000,
   concurrency: 16,
   send: (url, body, headers) => pinnedPost(url, body, headers, { allowlist: [process.env.WEBHOOK_ALLOW!], ca, timeoutMs: 5_000 }).then((r) => ({ ok: r.ok, status: r.status || null, error: r.error })),
