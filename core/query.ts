@@ -51,6 +51,8 @@ export interface RowWriter {
   set(column: number, value: number | boolean | null): void;
   next(): void;
   close(): Promise<void>;
+  /** Resolves once the rows written so far are few enough to write more (a producer that can wait, waits here). */
+  ready?(): Promise<void>;
   readonly rows: number;
 }
 

@@ -1083,6 +1083,11 @@ export async function writeBoards(db: ColumnarRunner, engine: RankingEngine, asO
   // preset scanned the 2.8M-row rank base ten times (10-29 s each at full scale)
   await db.run(`CREATE OR REPLACE TEMP TABLE board_rows (${columns.map((c) => `${c.name} ${c.type}`).join(', ')})`);
   const w = await db.writer('board_rows', columns);
+  // between steps, also wait while the writer has many rows queued for the database (it stores them meanwhile)
+  const paced = async () => {
+    await w.ready?.();
+    await pause();
+  };
   const meta: string[] = [];
   for (const [presetNo, p] of PRESETS.entries()) {
     const cfg = RankingConfig.parse(p.config);
@@ -1101,7 +1106,7 @@ export async function writeBoards(db: ColumnarRunner, engine: RankingEngine, asO
         }
         w.next();
       }
-    }), pause);
+    }), paced);
     meta.push(`('${p.slug}', ${e.cohort}, [${e.counts.join(',')}]::BIGINT[], ${e.scored}, ${e.total})`);
   }
   await w.close();
