@@ -188,7 +188,7 @@ interface PassTerm {
 const gatedRank = ({ n, byRow }: GatedCounts, i: number, r: number, higherBetter: boolean): number => (byRow !== null ? byRow[i]! : higherBetter ? r : n - r);
 
 /** Run a generator of steps to its end (the synchronous form of a stepped computation). */
-function drain<R>(steps: Generator<void, R>): R {
+export function drain<R>(steps: Generator<void, R>): R {
   for (;;) {
     const r = steps.next();
     if (r.done) return r.value;
@@ -196,7 +196,7 @@ function drain<R>(steps: Generator<void, R>): R {
 }
 
 /** Run a generator of steps to its end, awaiting `pause` between steps (the asynchronous form of drain). */
-async function drainPausing<R>(steps: Generator<void, R>, pause: () => Promise<void>): Promise<R> {
+export async function drainPausing<R>(steps: Generator<void, R>, pause: () => Promise<void>): Promise<R> {
   for (;;) {
     const r = steps.next();
     if (r.done) return r.value;

@@ -8,7 +8,7 @@
  * Rows never leave the rank base (a wallet with a fill keeps it), so a patch only replaces and inserts rows.
  */
 import { METRIC_IDS, type GateField, type MetricId } from './rankings.ts';
-import { RankingEngine, sortedMeasured, userCodes, type RankColumns } from './ranking-engine.ts';
+import { RankingEngine, drain, sortedMeasured, userCodes, type RankColumns } from './ranking-engine.ts';
 
 type Column = Int32Array | Float64Array | Uint8Array;
 
@@ -26,6 +26,14 @@ export interface PatchFigures {
 
 /** The engine of (previous rank base with `delta`'s rows replacing or joining it). */
 export function patchEngine(prev: RankingEngine, delta: RankColumns): { engine: RankingEngine; figures: PatchFigures } {
+  return drain(patchSteps(prev, delta));
+}
+
+/**
+ * patchEngine in steps (a column or a metric's order each), for a caller that lets the event loop run between them:
+ * in one piece it held a full-scale service's loop 12 to 28 s per refresh on a slow day (bench/cpu-holds.ts).
+ */
+export function* patchSteps(prev: RankingEngine, delta: RankColumns): Generator<void, { engine: RankingEngine; figures: PatchFigures }> {
   const old = prev.cols;
   // the merge of two wallet-ordered row sets: each new row comes from the old rows (fromOld >= 0) or the delta
   const fromOld = new Int32Array(old.n + delta.n);
@@ -81,26 +89,33 @@ export function patchEngine(prev: RankingEngine, delta: RankColumns): { engine: 
   categories.forEach((c, k) => (finalCode[codeOf.get(c)!] = k));
   for (let r = 0; r < n; r++) if (bestCategory[r]! >= 0) bestCategory[r] = finalCode[bestCategory[r]!]!;
 
+  yield;
   const walletId = merge(old.walletId, delta.walletId);
   const links = new Map(old.links);
   for (let k = 0; k < delta.n; k++) links.delete(delta.walletId[k]!);
   for (const [w, u] of delta.links) links.set(w, u);
-  const cols: RankColumns = {
-    n,
-    walletId,
-    userCode: userCodes(walletId, links),
-    links,
-    tradeCount: merge(old.tradeCount, delta.tradeCount),
-    lastTradeUs: merge(old.lastTradeUs, delta.lastTradeUs),
-    bestCategory,
-    categories,
-    volume: merge(old.volume, delta.volume),
-    tagBits: merge(old.tagBits, delta.tagBits),
-    clusterSize: merge(old.clusterSize, delta.clusterSize),
-    measured: Object.fromEntries(METRIC_IDS.map((id) => [id, merge(old.measured[id], delta.measured[id])])) as Record<MetricId, Uint8Array>,
-    value: Object.fromEntries(METRIC_IDS.map((id) => [id, merge(old.value[id], delta.value[id])])) as Record<MetricId, Float64Array>,
-    gate: Object.fromEntries((Object.keys(old.gate) as GateField[]).map((g) => [g, merge(old.gate[g], delta.gate[g])])) as Record<GateField, Float64Array>,
+  const userCode = userCodes(walletId, links);
+  yield;
+  // each column merged in a step of its own
+  const merged = function* <T extends Column>(a: T, b: ArrayLike<number>): Generator<void, T> {
+    const out = merge(a, b);
+    yield;
+    return out;
   };
+  const tradeCount = yield* merged(old.tradeCount, delta.tradeCount);
+  const lastTradeUs = yield* merged(old.lastTradeUs, delta.lastTradeUs);
+  const volume = yield* merged(old.volume, delta.volume);
+  const tagBits = yield* merged(old.tagBits, delta.tagBits);
+  const clusterSize = yield* merged(old.clusterSize, delta.clusterSize);
+  const measured = {} as Record<MetricId, Uint8Array>;
+  const value = {} as Record<MetricId, Float64Array>;
+  for (const id of METRIC_IDS) {
+    measured[id] = yield* merged(old.measured[id], delta.measured[id]);
+    value[id] = yield* merged(old.value[id], delta.value[id]);
+  }
+  const gate = {} as Record<GateField, Float64Array>;
+  for (const g of Object.keys(old.gate) as GateField[]) gate[g] = yield* merged(old.gate[g], delta.gate[g]);
+  const cols: RankColumns = { n, walletId, userCode, links, tradeCount, lastTradeUs, bestCategory, categories, volume, tagBits, clusterSize, measured, value, gate };
 
   // each order: the kept old rows (renumbered, still in value order with ties in row order: the renumbering keeps
   // row order) merged with the delta's measured rows in their own order
@@ -136,6 +151,7 @@ export function patchEngine(prev: RankingEngine, delta: RankColumns): { engine: 
       }
     }
     orders[id] = out;
+    yield;
   }
   return { engine: new RankingEngine(cols, orders), figures: { rows: n, replaced, inserted: delta.n - replaced } };
 }

@@ -4,9 +4,19 @@
  * legs this way), `writer` hands rows to INSERT statements in blocks of 2,048 (DuckDB stores them off the event
  * loop; insertWriter).
  */
+import { createRequire } from 'node:module';
 import { BOOLEAN, DOUBLE, DuckDBTableFunction, INTEGER, TIMESTAMP, UTINYINT, type DuckDBConnection, type DuckDBInstance, type DuckDBResult, type DuckDBType } from '@duckdb/node-api';
 import type { ColumnType, ColumnarRunner, QueryRunner, RowWriter, ScanBatch } from '../core/query.ts';
 import { queryRows } from './duckdb.ts';
+
+/** The native bindings behind @duckdb/node-api (the copy it loads itself): the few calls the writer makes directly. */
+interface Bindings {
+  data_chunk_get_vector(chunk: unknown, column: number): unknown;
+  copy_data_to_vector(vector: unknown, offset: number, source: ArrayBufferLike, sourceOffset: number, bytes: number): void;
+  vector_ensure_validity_writable(vector: unknown): void;
+  copy_data_to_vector_validity(vector: unknown, offset: number, source: ArrayBufferLike, sourceOffset: number, bytes: number): void;
+}
+const bindings = createRequire(createRequire(import.meta.url).resolve('@duckdb/node-api'))('@duckdb/node-bindings') as Bindings;
 
 /**
  * `instance` (the connection's) lets `stream` read on a connection of its own, and gives `side`; without it, stream
@@ -102,14 +112,6 @@ async function readChunks(result: DuckDBResult, onBatch: (b: ScanBatch) => void,
 const DUCK_TYPES: Record<ColumnType, DuckDBType> = { INTEGER, UTINYINT, DOUBLE, BOOLEAN, TIMESTAMP };
 const CHUNK_ROWS = 2048;
 
-/** What the writer uses of an output chunk's vector: its typed items (absent for BOOLEAN), its validity, the copy back. */
-interface ChunkVector {
-  items?: Buffer | BigInt64Array;
-  validity: { setItemValid(i: number, v: boolean): void };
-  setItem(i: number, v: unknown): void;
-  flush(): void;
-}
-
 type Buffer = Float64Array | Int32Array | Uint8Array;
 const bufferFor = (t: ColumnType): Buffer =>
   t === 'DOUBLE' || t === 'TIMESTAMP' ? new Float64Array(CHUNK_ROWS) : t === 'INTEGER' ? new Int32Array(CHUNK_ROWS) : new Uint8Array(CHUNK_ROWS);
@@ -136,10 +138,11 @@ interface Block {
   hasNull: Uint8Array;
 }
 
-/** Rows waiting for an INSERT of theirs to read them: the queue a writer fills and its table function drains. */
+/** The blocks one INSERT reads, a block per call of the table function, given back to their writer when copied. */
 interface Source {
   columns: readonly { name: string; type: ColumnType }[];
-  queue: Block[];
+  blocks: Block[];
+  at: number;
   done: (b: Block) => void;
 }
 
@@ -147,6 +150,9 @@ interface Source {
 const sources = new Map<number, Source>();
 let nextSource = 1;
 const ROWS_FUNCTION = 'writer_rows';
+// the scratch of the table function's copies: TIMESTAMPs as int64 µs, a validity mask (calls are on this thread)
+const micros = new BigInt64Array(CHUNK_ROWS);
+const validity = new Uint32Array(CHUNK_ROWS / 32);
 /** INSERTs of writers running per connection. */
 const inserting = new WeakMap<DuckDBConnection, number>();
 
@@ -177,25 +183,32 @@ function registerRowsFunction(conn: DuckDBConnection): void {
       initFunction: (info) => info.setInitData({}),
       mainFunction: (info, out) => {
         const src = sources.get((info.bindData as { id: number }).id);
-        const b = src?.queue.shift();
+        const b = src?.blocks[src.at++];
         if (!src || !b) {
           out.rowCount = 0;
           return;
         }
         out.rowCount = b.n;
+        // straight into the output vectors' memory: a vector object per column (getColumnVector) copies its data out
+        // first, a fresh allocation per call
         for (let c = 0; c < src.columns.length; c++) {
-          const vec = out.getColumnVector(c) as unknown as ChunkVector;
-          const values = b.values[c]!;
-          const nl = b.nulls[c]!;
-          if (vec.items) {
-            if (src.columns[c]!.type === 'TIMESTAMP') writeMicros(vec.items as BigInt64Array, values as Float64Array, b.n);
-            else (vec.items as Buffer).set(values.subarray(0, b.n) as never);
-            if (b.hasNull[c]) for (let r = 0; r < b.n; r++) if (nl[r]) vec.validity.setItemValid(r, false);
-          } else {
-            // BOOLEAN vectors keep a DataView: value by value
-            for (let r = 0; r < b.n; r++) vec.setItem(r, (nl[r] ? null : values[r] === 1) as never);
+          const vec = bindings.data_chunk_get_vector(out.chunk, c);
+          const type = src.columns[c]!.type;
+          let data: Buffer | BigInt64Array = b.values[c]!;
+          if (type === 'TIMESTAMP') {
+            writeMicros(micros, data as Float64Array, b.n);
+            data = micros;
           }
-          vec.flush();
+          bindings.copy_data_to_vector(vec, 0, data.buffer, data.byteOffset, b.n * data.BYTES_PER_ELEMENT);
+          if (b.hasNull[c]) {
+            const nl = b.nulls[c]!;
+            const words = Math.ceil(b.n / 32);
+            validity.fill(0, 0, words);
+            for (let r = 0; r < b.n; r++) if (!nl[r]) validity[r >>> 5]! |= 1 << (r & 31);
+            bindings.vector_ensure_validity_writable(vec);
+            // little-endian: two 32-bit words are DuckDB's 64-bit validity word; whole 64-bit words
+            bindings.copy_data_to_vector_validity(vec, 0, validity.buffer, 0, Math.ceil(b.n / 64) * 8);
+          }
         }
         src.done(b);
       },
@@ -203,16 +216,20 @@ function registerRowsFunction(conn: DuckDBConnection): void {
   );
 }
 
-/** Rows queued before a writer starts an INSERT, and the backlog past which its producer waits (RowWriter.ready). */
-const INSERT_START_ROWS = 32 * CHUNK_ROWS;
-const BACKLOG_ROWS = 256 * CHUNK_ROWS;
+/**
+ * Blocks per INSERT: two of DuckDB's row groups (122,880 rows each). Outside a transaction each INSERT commits; whole
+ * row groups are written to the database file as they fill, a partial one goes through the write-ahead log (and a
+ * checkpoint rewrites it), so small INSERTs into a 64M-row table cost far more than they write.
+ */
+const INSERT_BLOCKS = (2 * 122_880) / CHUNK_ROWS;
+/** Rows waiting past which a producer that can wait does (RowWriter.ready): two INSERTs' worth. */
+const BACKLOG_ROWS = 2 * INSERT_BLOCKS * CHUNK_ROWS;
 
 /**
  * A RowWriter whose rows reach the table through INSERT statements reading them from `writer_rows`, run while the
  * writer fills more: the event loop only copies blocks. An appender stored its rows on the event loop's thread
- * (appendDataChunk, closeSync): at full scale that held the loop for seconds per refresh, and was most of the
- * position stream's time in a cold build, on one core. Statements run on the connection meanwhile are unaffected
- * (the INSERTs only write `table`); its rows are all in once `close()` resolves.
+ * (appendDataChunk, closeSync): at full scale that held the loop for seconds per refresh. Statements run on the
+ * connection meanwhile are unaffected (the INSERTs only write `table`); its rows are all in once `close()` resolves.
  */
 function insertWriter(conn: DuckDBConnection, table: string, columns: readonly { name: string; type: ColumnType }[]): RowWriter {
   registerRowsFunction(conn);
@@ -220,45 +237,45 @@ function insertWriter(conn: DuckDBConnection, table: string, columns: readonly {
   const block = (): Block =>
     free.pop() ?? { n: 0, values: columns.map((c) => bufferFor(c.type)), nulls: columns.map(() => new Uint8Array(CHUNK_ROWS)), hasNull: new Uint8Array(columns.length) };
   let cur = block();
-  let queued = 0;
+  const queue: Block[] = [];
+  // rows not yet copied to DuckDB: queued, or in the batch of the INSERT running
+  let waiting = 0;
   let rows = 0;
+  let closing = false;
   let running: Promise<void> | null = null;
   let failure: unknown = null;
-  const id = nextSource++;
-  const source: Source = {
-    columns,
-    queue: [],
-    done: (b) => {
-      queued -= b.n;
-      for (let c = 0; c < columns.length; c++) if (b.hasNull[c]) b.nulls[c]!.fill(0, 0, b.n);
-      b.hasNull.fill(0);
-      b.n = 0;
-      free.push(b);
-    },
+  const done = (b: Block) => {
+    waiting -= b.n;
+    for (let c = 0; c < columns.length; c++) if (b.hasNull[c]) b.nulls[c]!.fill(0, 0, b.n);
+    b.hasNull.fill(0);
+    b.n = 0;
+    free.push(b);
   };
-  sources.set(id, source);
-  // one INSERT at a time, reading the queue until it is empty; another starts if rows queued meanwhile
+  // one INSERT at a time, of a full batch (at close, of what is left); the next starts when it ends
   const start = () => {
-    if (running || failure || source.queue.length === 0) return;
+    if (running || failure || queue.length === 0 || (queue.length < INSERT_BLOCKS && !closing)) return;
+    const id = nextSource++;
+    sources.set(id, { columns, blocks: queue.splice(0, INSERT_BLOCKS), at: 0, done });
     inserting.set(conn, (inserting.get(conn) ?? 0) + 1);
     const ended = () => {
       inserting.set(conn, inserting.get(conn)! - 1);
+      sources.delete(id);
       running = null;
     };
     running = conn.run(`INSERT INTO ${table} SELECT * FROM ${ROWS_FUNCTION}(${id})`).then(
       () => {
         ended();
-        if (queued >= INSERT_START_ROWS) start();
+        start();
       },
       (e: unknown) => {
         ended();
         failure = e;
-        source.queue.length = 0;
+        queue.length = 0;
       },
     );
   };
   const settle = async (below: number) => {
-    while (queued > below && !failure) {
+    while (waiting > below && !failure) {
       start();
       if (!running) break;
       await running;
@@ -279,25 +296,22 @@ function insertWriter(conn: DuckDBConnection, table: string, columns: readonly {
         cur.n = 0;
         return;
       }
-      source.queue.push(cur);
-      queued += cur.n;
+      queue.push(cur);
+      waiting += cur.n;
       cur = block();
-      if (queued >= INSERT_START_ROWS) start();
+      start();
     },
     ready: () => settle(BACKLOG_ROWS),
     async close() {
-      if (cur.n > 0) {
-        source.queue.push(cur);
-        queued += cur.n;
+      if (cur.n > 0 && !failure) {
+        queue.push(cur);
+        waiting += cur.n;
         cur = block();
       }
-      try {
-        await settle(0);
-        if (running) await running;
-        if (failure) throw failure;
-      } finally {
-        sources.delete(id);
-      }
+      closing = true;
+      await settle(0);
+      if (running) await running;
+      if (failure) throw failure;
     },
     get rows() {
       return rows;

@@ -32,8 +32,8 @@
  */
 import { A_LEGS, CLUSTER_RULES, refreshClusters } from '../clusters.ts';
 import { refreshRankBase, writeRankBase } from '../rankings.ts';
-import { loadRankColumns, loadRankingEngine, writeBoards, type OrdersOf, type RankingEngine } from '../ranking-engine.ts';
-import { patchEngine } from '../ranking-patch.ts';
+import { drainPausing, loadRankColumns, loadRankingEngine, writeBoards, yieldToEventLoop, type OrdersOf, type RankingEngine } from '../ranking-engine.ts';
+import { patchSteps } from '../ranking-patch.ts';
 import { sharpCutoff } from '../tags.ts';
 import { tsLiteral, type AsOf, type ColumnarRunner } from '../query.ts';
 import {
@@ -532,7 +532,8 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
   const ranker = await timed('engine', async () => {
     if (!incremental || !opts.previous) return loadRankingEngine(db, opts.ordersOf);
     const delta = await loadRankColumns(db, 'a_rank_base', { where: `wallet_id IN (SELECT wallet_id FROM rank_changed)` });
-    return patchEngine(opts.previous, delta).engine;
+    // in steps, with the event loop let run between them (the service answers requests meanwhile)
+    return (await drainPausing(patchSteps(opts.previous, delta), yieldToEventLoop)).engine;
   });
   await timed('boards', () => writeBoards(db, ranker, to.asOf));
   const cutoff = Number.isFinite(sharpMinDeviate) ? String(sharpMinDeviate) : 'NULL';

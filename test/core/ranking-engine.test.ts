@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fullBuild, loadMids } from '../../core/analytics/build.ts';
 import { refresh } from '../../core/analytics/refresh.ts';
 import { RankingEngine, boardOrder, loadRankColumns, metricOrders, round9, sortedMeasured, writeBoards, type RankColumns } from '../../core/ranking-engine.ts';
-import { patchEngine } from '../../core/ranking-patch.ts';
+import { patchEngine, patchSteps } from '../../core/ranking-patch.ts';
 import { GATE_FIELDS, breakdownIdsFor, METRIC_IDS, METRICS, PRESETS, RankingConfig, buildBoards, customRanking, type GateField, type MetricId } from '../../core/rankings.ts';
 import { SMART_MONEY_TAGS } from '../../core/tags.ts';
 import { duckRunner } from '../../data/runner.ts';
@@ -339,6 +339,11 @@ describe('a patched engine (core/ranking-patch.ts) equals one loaded whole', () 
         expect(figures).toEqual({ rows: want.n, replaced: changed.length - added.length, inserted: added.length });
         sameColumns(patched.cols, want);
         for (const id of METRIC_IDS) expect([id, [...patched.orders()[id]]]).toEqual([id, [...wantOrders[id]]]);
+        // the refresh runs it in steps, the event loop let run between them: at least a step per column and per order
+        let steps = 0;
+        const stepped = patchSteps(prev, delta);
+        for (let r = stepped.next(); !r.done; r = stepped.next()) steps++;
+        expect(steps).toBeGreaterThan(3 * METRIC_IDS.length);
         runs++;
       }),
       { numRuns: 12 },
