@@ -157,7 +157,7 @@ const validity = new Uint32Array(CHUNK_ROWS / 32);
 const inserting = new WeakMap<DuckDBConnection, number>();
 
 /**
- * `writer_rows(id)`: the rows queued in source `id`, a block per call until the queue is empty. DuckDB calls it from
+ * `writer_rows(id)`: the blocks of source `id`, one per call until all are read. DuckDB calls it from
  * the thread running the INSERT, marshalled to this thread, so each call is only a copy of one block; storing the rows
  * (compressing, allocating, writing) is done by DuckDB off the event loop.
  */
@@ -202,12 +202,12 @@ function registerRowsFunction(conn: DuckDBConnection): void {
           bindings.copy_data_to_vector(vec, 0, data.buffer, data.byteOffset, b.n * data.BYTES_PER_ELEMENT);
           if (b.hasNull[c]) {
             const nl = b.nulls[c]!;
-            const words = Math.ceil(b.n / 32);
+            // little-endian: two 32-bit words are one of DuckDB's 64-bit validity words
+            const words = Math.ceil(b.n / 64) * 2;
             validity.fill(0, 0, words);
             for (let r = 0; r < b.n; r++) if (!nl[r]) validity[r >>> 5]! |= 1 << (r & 31);
             bindings.vector_ensure_validity_writable(vec);
-            // little-endian: two 32-bit words are DuckDB's 64-bit validity word; whole 64-bit words
-            bindings.copy_data_to_vector_validity(vec, 0, validity.buffer, 0, Math.ceil(b.n / 64) * 8);
+            bindings.copy_data_to_vector_validity(vec, 0, validity.buffer, 0, words * 4);
           }
         }
         src.done(b);
