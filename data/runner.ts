@@ -44,13 +44,7 @@ export function duckRunner(conn: DuckDBConnection, instance?: DuckDBInstance): Q
         reader.closeSync();
       }
     },
-    writer: async (table, columns) => {
-      const w = insertWriter(conn, table, columns);
-      writers.add(w);
-      const close = w.close.bind(w);
-      w.close = () => close().finally(() => writers.delete(w));
-      return w;
-    },
+    writer: async (table, columns) => insertWriter(conn, table, columns, writers),
     ...(instance
       ? {
           side: async () => {
@@ -230,8 +224,9 @@ const BACKLOG_ROWS = 2 * INSERT_BLOCKS * CHUNK_ROWS;
  * writer fills more: the event loop only copies blocks. An appender stored its rows on the event loop's thread
  * (appendDataChunk, closeSync): at full scale that held the loop for seconds per refresh. Statements run on the
  * connection meanwhile are unaffected (the INSERTs only write `table`); its rows are all in once `close()` resolves.
+ * The writer is in `open` (the runner's writers, whose backlog its scans wait on) until it is closed.
  */
-function insertWriter(conn: DuckDBConnection, table: string, columns: readonly { name: string; type: ColumnType }[]): RowWriter {
+function insertWriter(conn: DuckDBConnection, table: string, columns: readonly { name: string; type: ColumnType }[], open: Set<RowWriter>): RowWriter {
   registerRowsFunction(conn);
   const free: Block[] = [];
   const block = (): Block =>
@@ -281,7 +276,7 @@ function insertWriter(conn: DuckDBConnection, table: string, columns: readonly {
       await running;
     }
   };
-  return {
+  const writer: RowWriter = {
     set(column, value) {
       if (value === null) {
         cur.nulls[column]![cur.n] = 1;
@@ -309,12 +304,18 @@ function insertWriter(conn: DuckDBConnection, table: string, columns: readonly {
         cur = block();
       }
       closing = true;
-      await settle(0);
-      if (running) await running;
+      try {
+        await settle(0);
+        if (running) await running;
+      } finally {
+        open.delete(writer);
+      }
       if (failure) throw failure;
     },
     get rows() {
       return rows;
     },
   };
+  open.add(writer);
+  return writer;
 }

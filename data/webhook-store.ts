@@ -400,16 +400,12 @@ export class WebhookStore extends ServiceStore {
   async failed(id: number, httpStatus: number | null, error: string, nextAttemptMs: number | null, leaseUntilMs?: number): Promise<void> {
     const fence = leaseUntilMs === undefined ? '' : ' AND lease_until_ms = ?';
     const fenced = leaseUntilMs === undefined ? [] : [leaseUntilMs];
-    if (nextAttemptMs === null)
-      await this.db.run(
-        `UPDATE webhook_deliveries SET status = 'exhausted', attempts = attempts + 1, last_status = ?, last_error = ?, lease_until_ms = 0 WHERE delivery_id = ? AND status = 'pending'${fence}`,
-        [httpStatus, error.slice(0, 500), id, ...fenced],
-      );
-    else
-      await this.db.run(
-        `UPDATE webhook_deliveries SET attempts = attempts + 1, last_status = ?, last_error = ?, next_attempt_ms = ?, lease_until_ms = 0 WHERE delivery_id = ? AND status = 'pending'${fence}`,
-        [httpStatus, error.slice(0, 500), nextAttemptMs, id, ...fenced],
-      );
+    // exhausted, or pending again at its next attempt
+    const next = nextAttemptMs === null ? `status = 'exhausted'` : 'next_attempt_ms = ?';
+    await this.db.run(
+      `UPDATE webhook_deliveries SET ${next}, attempts = attempts + 1, last_status = ?, last_error = ?, lease_until_ms = 0 WHERE delivery_id = ? AND status = 'pending'${fence}`,
+      [...(nextAttemptMs === null ? [] : [nextAttemptMs]), httpStatus, error.slice(0, 500), id, ...fenced],
+    );
   }
 
   /** One UPDATE per chunk of ids, all in one transaction: `sql` ends in `delivery_id IN` and takes `params` first. */
