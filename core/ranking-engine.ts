@@ -25,6 +25,8 @@ import { SMART_MONEY_TAGS } from './tags.ts';
 const DAY_US = 86_400_000_000;
 /** Rows per onRows call of a board (a writer's loop over them holds the event loop ~10 ms) */
 const BOARD_SLICE_ROWS = 25_000;
+/** Rows per step of a metric's percentiles over many rows (a board's: a random read per row, ~100 ms on a slow day) */
+const PERCENTILE_SLICE_ROWS = 1 << 19;
 
 /** A board's rows in rank order, a slice at a time: row indexes, composites, every metric's percentiles. */
 export type BoardRows = (rows: Int32Array, composite: Float64Array, pct: Partial<Record<MetricId, Float64Array>>, firstRank: number) => void;
@@ -300,6 +302,13 @@ export class RankingEngine {
       this.rankKeyOf(id);
       await pause();
     }
+  }
+
+  /** rankKeyOf as a step of its own when the metric's keys are not computed yet (a walk of its order at random rows). */
+  private *rankKeySteps(id: MetricId): Generator<void, void> {
+    if (this.rankKeys.has(id)) return;
+    this.rankKeyOf(id);
+    yield;
   }
 
   /** Each metric's measured rows in value order (read-only: a patch merges them into the next engine's). */
@@ -673,6 +682,7 @@ export class RankingEngine {
     const weighted: Weighted[] = [];
     for (const [id, w] of Object.entries(cfg.weights) as [MetricId, number][]) {
       if ((w ?? 0) > 0) {
+        yield* this.rankKeySteps(id);
         const counts = this.gatedCounts(id, mask, gated);
         counted.set(id, counts);
         // a metric no gated row is measured in adds nothing to any row
@@ -759,18 +769,27 @@ export class RankingEngine {
    * rowPercentiles in steps: a yield after each metric. A metric the score already counted for this mask (a weighted
    * one) costs a lookup per row; another costs its counting passes first.
    */
-  private *rowPercentileSteps(mask: Uint8Array, gated: Int32Array, rows: ArrayLike<number>, metrics: readonly MetricId[], counted: Map<MetricId, GatedCounts>): Generator<void, Partial<Record<MetricId, Float64Array>>> {
+  private *rowPercentileSteps(mask: Uint8Array, gated: Int32Array, rows: ArrayLike<number>, metrics: readonly MetricId[], counted: Map<MetricId, GatedCounts>, sliceRows = PERCENTILE_SLICE_ROWS): Generator<void, Partial<Record<MetricId, Float64Array>>> {
     const out: Partial<Record<MetricId, Float64Array>> = {};
     for (const id of metrics) {
+      yield* this.rankKeySteps(id);
       let counts = counted.get(id);
-      if (counts === undefined) counted.set(id, (counts = this.gatedCounts(id, mask, gated)));
+      if (counts === undefined) {
+        counted.set(id, (counts = this.gatedCounts(id, mask, gated)));
+        yield;
+      }
       const pct = new Float64Array(rows.length);
       const rk = this.rankKeyOf(id);
       const len = this.order[id].length;
       const higherBetter = METRICS[id].better === 'higher';
-      for (let k = 0; k < rows.length; k++) {
-        const r = rk[rows[k]!]!;
-        pct[k] = counts.n === 0 || r > len ? Number.NaN : percentRank(gatedRank(counts, rows[k]!, r, higherBetter), counts.n);
+      // in slices: a board's rows are the whole cohort, read at random rows
+      for (let a = 0; a < rows.length; a += sliceRows) {
+        const end = Math.min(rows.length, a + sliceRows);
+        for (let k = a; k < end; k++) {
+          const r = rk[rows[k]!]!;
+          pct[k] = counts.n === 0 || r > len ? Number.NaN : percentRank(gatedRank(counts, rows[k]!, r, higherBetter), counts.n);
+        }
+        if (end < rows.length) yield;
       }
       out[id] = pct;
       yield;
@@ -800,8 +819,8 @@ export class RankingEngine {
    * The whole board of `cfg` (what boardSql stores for a preset): every ranked row in rank order with its
    * composite, handed to `onRows` in slices of up to `sliceRows` rows with every metric's percentile (NaN = not measured).
    */
-  board(cfg: RankingConfig, asOfUs: number, onRows: BoardRows, sliceRows = BOARD_SLICE_ROWS): ExplainCounts {
-    return drain(this.boardSteps(cfg, asOfUs, onRows, sliceRows));
+  board(cfg: RankingConfig, asOfUs: number, onRows: BoardRows, sliceRows = BOARD_SLICE_ROWS, percentileSlice = PERCENTILE_SLICE_ROWS): ExplainCounts {
+    return drain(this.boardSteps(cfg, asOfUs, onRows, sliceRows, percentileSlice));
   }
 
   /**
@@ -809,7 +828,7 @@ export class RankingEngine {
    * between requests (writeBoards pauses at each yield). The engine's scratch columns are the board's until it ends,
    * so only an engine no request ranks with (a version not yet published) is scored this way.
    */
-  *boardSteps(cfg: RankingConfig, asOfUs: number, onRows: BoardRows, sliceRows = BOARD_SLICE_ROWS): Generator<void, ExplainCounts> {
+  *boardSteps(cfg: RankingConfig, asOfUs: number, onRows: BoardRows, sliceRows = BOARD_SLICE_ROWS, percentileSlice = PERCENTILE_SLICE_ROWS): Generator<void, ExplainCounts> {
     const scored = yield* this.scoreSteps(cfg, asOfUs);
     const { mask, gated, desc, explain, counted } = scored;
     // the composite by row, as boardOrder sorts it
@@ -821,7 +840,7 @@ export class RankingEngine {
     for (let k = 0; k < ranked.length; k++) scores[k] = composite[ranked[k]!]!;
     yield;
     // every metric's percentile of every ranked row
-    const pct = yield* this.rowPercentileSteps(mask, gated, ranked, METRIC_IDS, counted);
+    const pct = yield* this.rowPercentileSteps(mask, gated, ranked, METRIC_IDS, counted, percentileSlice);
     for (let a = 0; a < ranked.length; a += sliceRows) {
       const len = Math.min(sliceRows, ranked.length - a);
       const slice = Object.fromEntries(METRIC_IDS.map((id) => [id, pct[id]!.subarray(a, a + len)]));

@@ -11,6 +11,8 @@ import { METRIC_IDS, type GateField, type MetricId } from './rankings.ts';
 import { RankingEngine, drain, sortedMeasured, userCodes, type RankColumns } from './ranking-engine.ts';
 
 type Column = Int32Array | Float64Array | Uint8Array;
+/** Rows of an order merged per step (a power of two) */
+const MERGE_SLICE = 1 << 19;
 
 /** An empty column like `like` (shared memory when `like` is shared: a worker may read it). */
 function columnLike<T extends Column>(like: T, n: number): T {
@@ -126,6 +128,7 @@ export function* patchSteps(prev: RankingEngine, delta: RankColumns): Generator<
     const b = sortedMeasured(delta.measured[id], delta.value[id]);
     let kept = 0;
     for (let k = 0; k < a.length; k++) if (oldToNew[a[k]!]! >= 0) kept++;
+    yield;
     const out = new Int32Array(kept + b.length);
     const val = cols.value[id];
     let x = 0;
@@ -149,6 +152,8 @@ export function* patchSteps(prev: RankingEngine, delta: RankColumns): Generator<
         out[k++] = rb;
         y++;
       }
+      // a step per slice of the merge (it reads values at random rows)
+      if ((k & (MERGE_SLICE - 1)) === 0) yield;
     }
     orders[id] = out;
     yield;

@@ -83,6 +83,41 @@ it('writeBoards scores in steps, pausing between them (a service answers request
   }
 });
 
+it('a board scored in small steps (rows and percentiles in slices) is the board scored in large ones', () => {
+  const asOfUs = T.getTime() * 1000;
+  const collect = (sliceRows?: number, percentileSlice?: number) => {
+    const rows: number[] = [];
+    const composite: number[] = [];
+    const pct: Record<string, number[]> = {};
+    let steps = 0;
+    const gen = engine.boardSteps(
+      RankingConfig.parse(PRESETS[0]!.config),
+      asOfUs,
+      (r, c, p) => {
+        rows.push(...r);
+        composite.push(...c);
+        for (const [id, v] of Object.entries(p)) (pct[id] ??= []).push(...v!);
+      },
+      sliceRows,
+      percentileSlice,
+    );
+    while (!gen.next().done) steps++;
+    return { rows, composite, pct, steps };
+  };
+  const whole = collect();
+  // the rank keys are computed (a step each) on the first board only: the second is the baseline for steps
+  const again = collect();
+  const sliced = collect(7, 5);
+  expect(whole.rows.length).toBeGreaterThan(20);
+  expect(sliced.rows).toEqual(whole.rows);
+  expect(sliced.composite).toEqual(whole.composite);
+  expect(sliced.pct).toEqual(whole.pct);
+  expect(Object.keys(sliced.pct)).toEqual([...METRIC_IDS]);
+  // a step per 5 rows of each metric's percentiles at least
+  expect(again.rows).toEqual(whole.rows);
+  expect(sliced.steps).toBeGreaterThanOrEqual(again.steps + METRIC_IDS.length * Math.floor((whole.rows.length - 1) / 5));
+});
+
 it('a worker thread orders shared columns exactly as metricOrders does here', async () => {
   const cols = await loadRankColumns(duckRunner(v.conn), 'a_rank_base', { shared: true });
   expect(cols.value.calibration.buffer).toBeInstanceOf(SharedArrayBuffer);
