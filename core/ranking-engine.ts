@@ -21,6 +21,7 @@
 import { GATE_FIELDS, METRIC_IDS, METRICS, PRESETS, ROW_COLUMNS, RankingConfig, type ExplainCounts, type GateField, type MetricId, type Ranker } from './rankings.ts';
 import type { AsOf, ColumnarRunner } from './query.ts';
 import { SMART_MONEY_TAGS } from './tags.ts';
+import { drain, drainPausing, yieldToEventLoop } from './steps.ts';
 
 const DAY_US = 86_400_000_000;
 /** Rows per onRows call of a board (a writer's loop over them holds the event loop ~10 ms) */
@@ -189,25 +190,6 @@ interface PassTerm {
 /** Row i's rank among the gated rows (its rank key r; a row measured in the metric). */
 const gatedRank = ({ n, byRow }: GatedCounts, i: number, r: number, higherBetter: boolean): number => (byRow !== null ? byRow[i]! : higherBetter ? r : n - r);
 
-/** Run a generator of steps to its end (the synchronous form of a stepped computation). */
-export function drain<R>(steps: Generator<void, R>): R {
-  for (;;) {
-    const r = steps.next();
-    if (r.done) return r.value;
-  }
-}
-
-/** Run a generator of steps to its end, awaiting `pause` between steps (the asynchronous form of drain). */
-export async function drainPausing<R>(steps: Generator<void, R>, pause: () => Promise<void>): Promise<R> {
-  for (;;) {
-    const r = steps.next();
-    if (r.done) return r.value;
-    await pause();
-  }
-}
-
-/** A pause between the steps of a long computation, so the event loop runs what waits (a timer: core does no I/O). */
-export const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
 
 export class RankingEngine {
   /** per metric: measured rows sorted by value ascending */

@@ -8,7 +8,8 @@
  * Rows never leave the rank base (a wallet with a fill keeps it), so a patch only replaces and inserts rows.
  */
 import { METRIC_IDS, type GateField, type MetricId } from './rankings.ts';
-import { RankingEngine, drain, sortedMeasured, userCodes, type RankColumns } from './ranking-engine.ts';
+import { RankingEngine, sortedMeasured, userCodes, type RankColumns } from './ranking-engine.ts';
+import { drain } from './steps.ts';
 
 type Column = Int32Array | Float64Array | Uint8Array;
 /** Rows of an order merged per step (a power of two) */

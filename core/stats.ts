@@ -17,9 +17,13 @@ export function normalCdf(x: number): number {
  * Benjamini-Hochberg at false-discovery rate q: the largest p-value still declared a discovery, or null when none.
  * With m tests sorted ascending, discoveries are p_(1..k) for the largest k with p_(k) <= k q / m.
  */
-export function benjaminiHochbergCutoff(pValues: readonly number[], q: number): number | null {
+export function benjaminiHochbergCutoff(pValues: ArrayLike<number>, q: number): number | null {
   // a typed array's native numeric sort (no comparator call per pair: the sharp cut-off sorts ~1M at full scale)
-  const sorted = Float64Array.from(pValues.filter((p) => Number.isFinite(p))).sort();
+  let finite = 0;
+  for (let i = 0; i < pValues.length; i++) finite += +Number.isFinite(pValues[i]!);
+  const sorted = new Float64Array(finite);
+  for (let i = 0, k = 0; i < pValues.length; i++) if (Number.isFinite(pValues[i]!)) sorted[k++] = pValues[i]!;
+  sorted.sort();
   const m = sorted.length;
   let cutoff: number | null = null;
   for (let k = 1; k <= m; k++) if (sorted[k - 1]! <= (k * q) / m) cutoff = sorted[k - 1]!;

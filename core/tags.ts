@@ -4,6 +4,7 @@
  */
 import { MIN_RESOLVED_MARKETS } from './calibration.ts';
 import { benjaminiHochbergCutoff, normalCdf } from './stats.ts';
+import { drain } from './steps.ts';
 
 export const SMART_MONEY_TAGS = ['whale', 'sharp', 'early_bird', 'contrarian'] as const;
 export type SmartMoneyTag = (typeof SMART_MONEY_TAGS)[number];
@@ -49,14 +50,35 @@ export interface TagInputs {
   contrarian_buy_share: number | null;
 }
 
+/** Deviates per step of sharpCutoffSteps (~50 ms on a slow day) */
+const SHARP_SLICE = 1 << 18;
+
 /** The sharp cutoff on skill_deviate for a cohort: BH at the rule's FDR over the ranked wallets' deviates. */
-export function sharpCutoff(rankedDeviates: readonly number[]): number {
+export function sharpCutoff(rankedDeviates: ArrayLike<number>): number {
+  return drain(sharpCutoffSteps(rankedDeviates));
+}
+
+/**
+ * sharpCutoff in steps: the p-values a slice at a time, their sort, the smallest discovery a slice at a time (in one
+ * piece it held a full-scale service's event loop ~0.5 s per refresh).
+ */
+export function* sharpCutoffSteps(rankedDeviates: ArrayLike<number>, slice = SHARP_SLICE): Generator<void, number> {
   const { falseDiscoveryRate, minDeviate } = TAG_RULES.sharp;
-  const cutoffP = benjaminiHochbergCutoff(rankedDeviates.map((w) => 1 - normalCdf(w)), falseDiscoveryRate);
+  const n = rankedDeviates.length;
+  const p = new Float64Array(n);
+  for (let a = 0; a < n; a += slice) {
+    for (let i = a; i < Math.min(n, a + slice); i++) p[i] = 1 - normalCdf(rankedDeviates[i]!);
+    yield;
+  }
+  const cutoffP = benjaminiHochbergCutoff(p, falseDiscoveryRate);
   if (cutoffP === null) return Number.POSITIVE_INFINITY;
+  yield;
   // the smallest deviate whose p-value is still a discovery
   let w = Number.POSITIVE_INFINITY;
-  for (const d of rankedDeviates) if (1 - normalCdf(d) <= cutoffP && d < w) w = d;
+  for (let a = 0; a < n; a += slice) {
+    for (let i = a; i < Math.min(n, a + slice); i++) if (p[i]! <= cutoffP && rankedDeviates[i]! < w) w = rankedDeviates[i]!;
+    yield;
+  }
   return Math.max(minDeviate, w);
 }
 

@@ -32,9 +32,10 @@
  */
 import { A_LEGS, CLUSTER_RULES, refreshClusters } from '../clusters.ts';
 import { refreshRankBase, writeRankBase } from '../rankings.ts';
-import { drainPausing, loadRankColumns, loadRankingEngine, writeBoards, yieldToEventLoop, type OrdersOf, type RankingEngine } from '../ranking-engine.ts';
+import { loadRankColumns, loadRankingEngine, writeBoards, type OrdersOf, type RankingEngine } from '../ranking-engine.ts';
+import { drainPausing, yieldToEventLoop } from '../steps.ts';
 import { patchSteps } from '../ranking-patch.ts';
-import { sharpCutoff } from '../tags.ts';
+import { sharpCutoffSteps } from '../tags.ts';
 import { tsLiteral, type AsOf, type ColumnarRunner } from '../query.ts';
 import {
   BEST_CATEGORY_SQL,
@@ -511,7 +512,7 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
 
   // --- cohort-wide
   const deviates = await rankedDeviates(db);
-  const sharpMinDeviate = sharpCutoff(deviates);
+  const sharpMinDeviate = await drainPausing(sharpCutoffSteps(deviates), yieldToEventLoop);
   // a day that closed moved every wallet's risk window: the cohort tables, the rank base and the engine are written
   // whole; otherwise only the rows that changed
   const incremental = daysClosed === 0;

@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MIN_RESOLVED_MARKETS } from '../../core/calibration.ts';
 import { benjaminiHochbergCutoff, normalCdf } from '../../core/stats.ts';
-import { SMART_MONEY_TAGS, TAG_RULES, sharpCutoff, smartMoneyTags, tagsSql, type TagInputs } from '../../core/tags.ts';
+import { SMART_MONEY_TAGS, TAG_RULES, sharpCutoff, sharpCutoffSteps, smartMoneyTags, tagsSql, type TagInputs } from '../../core/tags.ts';
 import { openDuckDB, queryRows } from '../../data/duckdb.ts';
 
 /** The neighbouring doubles, to probe a threshold from both sides. */
@@ -166,6 +166,22 @@ describe('sharpCutoff', () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  it('in steps (slices of 3 deviates) it is the same cutoff, a step per slice', () => {
+    fc.assert(
+      fc.property(fc.array(fc.double({ min: -5, max: 8, noNaN: true }), { maxLength: 60 }), (ds) => {
+        const steps = sharpCutoffSteps(ds, 3);
+        let n = 0;
+        let r = steps.next();
+        for (; !r.done; r = steps.next()) n++;
+        expect(r.value).toBe(sharpCutoff(ds));
+        expect(n).toBeGreaterThanOrEqual(Math.ceil(ds.length / 3));
+      }),
+      { numRuns: 200 },
+    );
+    // Float64Array deviates as well as arrays
+    expect(sharpCutoff(Float64Array.of(1, 4, -1, 2.5, 0, 3, 0.5))).toBe(2.5);
   });
 });
 
