@@ -118,6 +118,22 @@ it('a board scored in small steps (rows and percentiles in slices) is the board 
   expect(sliced.steps).toBeGreaterThanOrEqual(again.steps + METRIC_IDS.length * Math.floor((whole.rows.length - 1) / 5));
 });
 
+it('rank keys computed in small steps (warm) rank as keys computed whole on first use', async () => {
+  const warmed = new RankingEngine(engine.cols, engine.orders());
+  let pauses = 0;
+  await warmed.warm(async () => {
+    pauses++;
+  }, 3);
+  const longest = Math.max(...METRIC_IDS.map((id) => engine.orders()[id].length));
+  expect(pauses).toBeGreaterThanOrEqual(Math.floor(longest / 3));
+  const cold = new RankingEngine(engine.cols, engine.orders());
+  const asOfUs = T.getTime() * 1000;
+  for (const p of PRESETS) {
+    const cfg = RankingConfig.parse({ ...p.config, limit: 50 });
+    expect(warmed.rank(cfg, asOfUs, METRIC_IDS)).toEqual(cold.rank(cfg, asOfUs, METRIC_IDS));
+  }
+});
+
 it('a worker thread orders shared columns exactly as metricOrders does here', async () => {
   const cols = await loadRankColumns(duckRunner(v.conn), 'a_rank_base', { shared: true });
   expect(cols.value.calibration.buffer).toBeInstanceOf(SharedArrayBuffer);
