@@ -30,6 +30,8 @@ const BOARD_SLICE_ROWS = 25_000;
 const PERCENTILE_SLICE_ROWS = 1 << 19;
 /** Positions of a metric's order per step of its rank keys */
 const RANK_KEY_SLICE = 1 << 19;
+/** Rows per step of an order's placement (sortedMeasuredSteps: a binary search per row) */
+export const ORDER_SLICE_ROWS = 1 << 19;
 
 /** A board's rows in rank order, a slice at a time: row indexes, composites, every metric's percentiles. */
 export type BoardRows = (rows: Int32Array, composite: Float64Array, pct: Partial<Record<MetricId, Float64Array>>, firstRank: number) => void;
@@ -823,7 +825,7 @@ export class RankingEngine {
     const composite = this.composite.fill(Number.NaN);
     for (let k = 0; k < gated.length; k++) composite[gated[k]!] = scored.composite[k]!;
     yield;
-    const ranked = boardOrder(composite, scored.sortKey ?? composite, desc);
+    const ranked = yield* boardOrderSteps(composite, scored.sortKey ?? composite, desc, percentileSlice);
     const scores = new Float64Array(ranked.length);
     for (let k = 0; k < ranked.length; k++) scores[k] = composite[ranked[k]!]!;
     yield;
@@ -866,19 +868,33 @@ export function metricOrders(cols: RankColumns): Record<MetricId, Int32Array> {
  * comparator call per pair.
  */
 export function sortedMeasured(measured: Uint8Array, value: Float64Array): Int32Array {
+  // drained here, not by drain(): a worker runs this source with sortedMeasuredSteps' beside it (rank-orders.ts)
+  const steps = sortedMeasuredSteps(measured, value, ORDER_SLICE_ROWS);
+  let r = steps.next();
+  while (!r.done) r = steps.next();
+  return r.value;
+}
+
+/** sortedMeasured in steps: the keys, their sort (one native call), the rows placed a slice at a time. */
+export function* sortedMeasuredSteps(measured: Uint8Array, value: Float64Array, slice = ORDER_SLICE_ROWS): Generator<void, Int32Array> {
   const ok = (i: number) => measured[i] === 1 && !Number.isNaN(value[i]!);
   let n = 0;
   for (let i = 0; i < measured.length; i++) if (ok(i)) n++;
   const keys = new Float64Array(n);
   let k = 0;
   for (let i = 0; i < measured.length; i++) if (ok(i)) keys[k++] = value[i]!;
+  yield;
   keys.sort();
+  yield;
   const taken = new Int32Array(n);
   const idx = new Int32Array(n);
-  for (let i = 0; i < measured.length; i++) {
-    if (!ok(i)) continue;
-    const lo = lowerBound(keys, value[i]!);
-    idx[lo + taken[lo]!++] = i;
+  for (let a = 0; a < measured.length; a += slice) {
+    for (let i = a; i < Math.min(measured.length, a + slice); i++) {
+      if (!ok(i)) continue;
+      const lo = lowerBound(keys, value[i]!);
+      idx[lo + taken[lo]!++] = i;
+    }
+    yield;
   }
   return idx;
 }
@@ -890,6 +906,11 @@ export function sortedMeasured(measured: Uint8Array, value: Float64Array): Int32
  * per preset.
  */
 export function boardOrder(composite: Float64Array, key: Float64Array, desc: boolean): Int32Array {
+  return drain(boardOrderSteps(composite, key, desc));
+}
+
+/** boardOrder in steps (sortedMeasuredSteps' and the keys' own). */
+export function* boardOrderSteps(composite: Float64Array, key: Float64Array, desc: boolean, slice = ORDER_SLICE_ROWS): Generator<void, Int32Array> {
   const n = composite.length;
   const keyed = new Uint8Array(n);
   const value = new Float64Array(n);
@@ -906,7 +927,8 @@ export function boardOrder(composite: Float64Array, key: Float64Array, desc: boo
     }
   }
   const out = new Int32Array(total);
-  out.set(sortedMeasured(keyed, value));
+  yield;
+  out.set(yield* sortedMeasuredSteps(keyed, value, slice));
   let at = total - nulls;
   if (nulls) for (let i = 0; i < n; i++) if (!Number.isNaN(composite[i]!) && Number.isNaN(key[i]!)) out[at++] = i;
   return out;

@@ -9,7 +9,8 @@ import { getAddress } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fullBuild, loadMids } from '../../core/analytics/build.ts';
 import { refresh } from '../../core/analytics/refresh.ts';
-import { RankingEngine, boardOrder, loadRankColumns, metricOrders, round9, sortedMeasured, writeBoards, type RankColumns } from '../../core/ranking-engine.ts';
+import { RankingEngine, boardOrder, boardOrderSteps, loadRankColumns, metricOrders, round9, sortedMeasured, writeBoards, type RankColumns } from '../../core/ranking-engine.ts';
+import { drain } from '../../core/steps.ts';
 import { patchEngine, patchSteps } from '../../core/ranking-patch.ts';
 import { GATE_FIELDS, breakdownIdsFor, METRIC_IDS, METRICS, PRESETS, RankingConfig, buildBoards, customRanking, type GateField, type MetricId } from '../../core/rankings.ts';
 import { SMART_MONEY_TAGS } from '../../core/tags.ts';
@@ -59,6 +60,8 @@ it('boardOrder gives the comparator order: key best first (either direction), Na
       };
       const want = rows.map((_, i) => i).filter((i) => !Number.isNaN(composite[i]!)).sort(before);
       expect([...boardOrder(composite, key, desc)]).toEqual(want);
+      // in steps of 3 rows: the same order
+      expect([...drain(boardOrderSteps(composite, key, desc, 3))]).toEqual(want);
     }),
   );
 });
