@@ -4,7 +4,7 @@
  * into a DuckDB file next to it once (timed apart: that is venue ingest, not analytics), then every run builds from
  * scratch as `npm start` does on first run: legs sorted for the stream, mids, the position stream, per-wallet
  * tables, risk, cohort, clusters, rank base and boards. Prints seconds per step, total and peak RSS of the process
- * (DuckDB included).
+ * (DuckDB included), and per step the peak RSS and the peak JavaScript holds (heap and array buffers).
  *   npm run bench:analytics -- [--venue DIR] [--memory-limit 5GB] [--threads 2] [--no-rankings] [--range-legs N]
  * --range-legs: legs per range of wallets when a_legs is sorted a range at a time (default LEG_RANGE_LEGS; a venue
  * of fewer legs is sorted in one statement)
@@ -21,7 +21,17 @@ const { values } = parseArgs({ options: { venue: { type: 'string' }, 'memory-lim
 const venueDir = resolve(values.venue ?? 'var/bench-venue-w2800000');
 const dbPath = join(venueDir, 'bench.duckdb');
 let peak = 0;
-const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 100);
+// per step: the process's peak RSS and the peak of what JavaScript holds (its heap and array buffers), the rest being
+// mostly DuckDB's
+let step = 'load';
+const stepPeak: Record<string, { rss_mb: number; js_mb: number }> = {};
+const timer = setInterval(() => {
+  const m = process.memoryUsage();
+  peak = Math.max(peak, m.rss);
+  const p = (stepPeak[step] ??= { rss_mb: 0, js_mb: 0 });
+  p.rss_mb = Math.max(p.rss_mb, Math.round(m.rss / 2 ** 20));
+  p.js_mb = Math.max(p.js_mb, Math.round((m.heapTotal + m.arrayBuffers) / 2 ** 20));
+}, 100);
 const { instance, conn } = await openDuckDB({ path: dbPath, threads: Number(values.threads ?? 2), memoryLimit: values['memory-limit'] ?? '5GB' });
 let loadSeconds: number | null = null;
 const loaded = await queryRows(conn, `SELECT 1 FROM information_schema.tables WHERE table_name = 'venue_loaded'`);
@@ -42,14 +52,17 @@ await conn.run(`SET max_temp_directory_size = '35GB'`);
 const [c] = await queryRows<{ fills: number; wallets: number; t: Date }>(conn, `SELECT count(*) AS fills, (SELECT count(*) FROM wallets) AS wallets, max(ts) AS t FROM fills`);
 peak = process.memoryUsage().rss;
 const t0 = performance.now();
-const log = (name: string) => process.stderr.write(`analytics ${name} starts at ${((performance.now() - t0) / 1000).toFixed(1)} s, rss ${Math.round(process.memoryUsage().rss / 2 ** 20)} MB\n`);
+const log = (name: string) => {
+  step = name;
+  process.stderr.write(`analytics ${name} starts at ${((performance.now() - t0) / 1000).toFixed(1)} s, rss ${Math.round(process.memoryUsage().rss / 2 ** 20)} MB\n`);
+};
 const report = await fullBuild(duckRunner(conn, instance), c!.t, { onStep: log, rankings: !values['no-rankings'], ...(values['range-legs'] ? { legRangeLegs: Number(values['range-legs']) } : {}) });
 clearInterval(timer);
 peak = Math.max(peak, process.memoryUsage().rss);
 const { mids: _mids, ranker: _ranker, ...rest } = report;
 console.log(
   JSON.stringify(
-    { bench: 'analytics:build', venue: venueDir, fills: c!.fills, venue_wallets: c!.wallets, venue_load_seconds: loadSeconds, ...rest, peak_rss_mb: Math.round(peak / 2 ** 20) },
+    { bench: 'analytics:build', venue: venueDir, fills: c!.fills, venue_wallets: c!.wallets, venue_load_seconds: loadSeconds, ...rest, peak_rss_mb: Math.round(peak / 2 ** 20), peak_by_step: stepPeak },
     null,
     2,
   ),

@@ -194,7 +194,6 @@ interface PassTerm {
 /** Row i's rank among the gated rows (its rank key r; a row measured in the metric). */
 const gatedRank = ({ n, byRow }: GatedCounts, i: number, r: number, higherBetter: boolean): number => (byRow !== null ? byRow[i]! : higherBetter ? r : n - r);
 
-
 export class RankingEngine {
   /** per metric: measured rows sorted by value ascending */
   private readonly order: Record<MetricId, Int32Array>;
