@@ -118,6 +118,8 @@ export interface FullBuildOptions {
   legsReady?: boolean;
   /** legs per range of wallets when a_legs is sorted a range at a time (default LEG_RANGE_LEGS) */
   legRangeLegs?: number;
+  /** legs per range of wallets in the per-wallet step (default LEG_RANGE_LEGS) */
+  walletRangeLegs?: number;
   /** the newest arrival batch to build from (default: the venue's newest now) */
   watermark?: number;
   /** run the ranking steps (clusters, rank base, boards); default true */
@@ -487,8 +489,17 @@ export async function fullBuild(db: ColumnarRunner, asOf: AsOf, opts: FullBuildO
     (side as SideRunner | null)?.close();
   }
   await timed('wallets', async () => {
-    await db.run(`CREATE OR REPLACE TEMP TABLE median_fill AS ${medianFillSql({ all: true }, T)}`);
-    for (const s of walletTableStatements(asOf, { all: true, medianFill: 'median_fill' })) await db.run(`CREATE OR REPLACE TABLE ${s.table} AS ${s.select}`);
+    // a range of wallets at a time (~legRangeLegs legs each): a whole-cohort statement's medians held ~3.5 GB past
+    // DuckDB's memory limit at full scale
+    const ranges = await keySlices(db, LEGS_TABLE, 'wallet_id', opts.walletRangeLegs ?? LEG_RANGE_LEGS);
+    if (ranges.length) ranges[0]![0] = -(2 ** 31);
+    else ranges.push([-(2 ** 31), 2 ** 31 - 1]);
+    for (const [k, range] of ranges.entries()) {
+      await db.run(`CREATE OR REPLACE TEMP TABLE median_fill AS ${medianFillSql({ range }, T)}`);
+      for (const s of walletTableStatements(asOf, { range, medianFill: 'median_fill' })) {
+        await db.run(k === 0 ? `CREATE OR REPLACE TABLE ${s.table} AS ${s.select}` : `INSERT INTO ${s.table} SELECT * FROM (${s.select})`);
+      }
+    }
     await db.run(`DROP TABLE median_fill`);
     await db.run(`CREATE OR REPLACE TABLE a_best_category AS ${BEST_CATEGORY_SQL}`);
   });

@@ -25,16 +25,24 @@ import { BEST_CATEGORY_MIN_MARKETS, bestCategorySql } from '../wallet-style.ts';
  * a_positions, a_legs' fill legs and a_holds already narrowed to its wallets (a refresh materializes them once, so
  * the statements below do not each scan the whole tables).
  */
-export type WalletScope = ({ all: true } | { table: string; positions?: string; fillLegs?: string; holds?: string }) & {
+export type WalletScope = (
+  | { all: true }
+  /** the wallets in [lo, hi): a full build goes range by range (the tables are in wallet order: each range's scans
+   * read its row groups only, and the medians' per-wallet states, which DuckDB's memory limit does not cover, hold
+   * one range's values) */
+  | { range: readonly [number, number] }
+  | { table: string; positions?: string; fillLegs?: string; holds?: string }
+) & {
   /** a table of medianFillSql's rows for the scope, computed once (a_features and a_style both read it) */
   medianFill?: string;
 };
 
-export const scopeSql = (s: WalletScope, col = 'wallet_id'): string => ('all' in s ? 'true' : `${col} IN (SELECT wallet_id FROM ${s.table})`);
+export const scopeSql = (s: WalletScope, col = 'wallet_id'): string =>
+  'all' in s ? 'true' : 'range' in s ? `(${col} >= ${s.range[0]} AND ${col} < ${s.range[1]})` : `${col} IN (SELECT wallet_id FROM ${s.table})`;
 
-const positionsOf = (s: WalletScope) => ('all' in s ? 'a_positions' : (s.positions ?? 'a_positions'));
-const fillLegsOf = (s: WalletScope) => ('all' in s ? 'a_legs' : (s.fillLegs ?? 'a_legs'));
-const holdsOf = (s: WalletScope) => ('all' in s ? 'a_holds' : (s.holds ?? 'a_holds'));
+const positionsOf = (s: WalletScope) => ('table' in s ? (s.positions ?? 'a_positions') : 'a_positions');
+const fillLegsOf = (s: WalletScope) => ('table' in s ? (s.fillLegs ?? 'a_legs') : 'a_legs');
+const holdsOf = (s: WalletScope) => ('table' in s ? (s.holds ?? 'a_holds') : 'a_holds');
 
 /**
  * Median fill notional per wallet, over fill legs (the one per-wallet figure that needs every leg): a sort of every

@@ -1,7 +1,8 @@
 /**
  * The full build's a_legs sorted a range of wallets at a time (rangedLegsSql on a side connection), each range
- * streamed while the next one sorts: the same table, in the same physical order, and the same analytics state as the
- * one-statement sort gives.
+ * streamed while the next one sorts, and its per-wallet tables written a range of wallets at a time: the same table,
+ * in the same physical order, and the same analytics state as the one-statement sort and the whole-cohort statements
+ * give.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { fullBuild, legRanges } from '../../core/analytics/build.ts';
@@ -40,8 +41,13 @@ it('equals the one-statement build: a_legs in the same stored order, every analy
   for (let k = 1; k < ranges.length; k++) expect(ranges[k]![0]).toBe(ranges[k - 1]![1]);
   let sides = 0;
   const sideStatements: string[] = [];
+  const mainStatements: string[] = [];
   const db: ColumnarRunner = {
     ...base,
+    run: (sql, params) => {
+      mainStatements.push(sql);
+      return base.run(sql, params);
+    },
     side: async () => {
       sides++;
       const s = await base.side!();
@@ -54,8 +60,15 @@ it('equals the one-statement build: a_legs in the same stored order, every analy
       };
     },
   };
-  await fullBuild(db, END, { legRangeLegs: RANGE_LEGS });
+  // the per-wallet tables a range of ~4k legs' wallets at a time too
+  await fullBuild(db, END, { legRangeLegs: RANGE_LEGS, walletRangeLegs: RANGE_LEGS });
   expect(sides).toBe(1);
+  const walletRanges = mainStatements.filter((s) => s.startsWith('CREATE OR REPLACE TEMP TABLE median_fill'));
+  expect(walletRanges.length).toBeGreaterThan(5);
+  expect(walletRanges[0]).toContain(`wallet_id >= ${-(2 ** 31)} AND`);
+  for (const table of ['a_features', 'a_alpha', 'a_pnl', 'a_calibration', 'a_style', 'a_category']) {
+    expect(mainStatements.filter((s) => s.startsWith(`INSERT INTO ${table} SELECT`)).length).toBe(walletRanges.length - 1);
+  }
   // every range sorted on the side, one statement each
   expect(sideStatements.filter((s) => s.startsWith('INSERT INTO a_legs')).length).toBe(ranges.length);
   expect(await storedLegs()).toEqual(legsOnce);
