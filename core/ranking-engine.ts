@@ -418,19 +418,25 @@ export class RankingEngine {
     // -0 and 0 are one value (v !== prev is false), as everywhere ties are compared
     if (METRICS[id].better === 'higher') {
       let start = 0;
-      for (let k = 0; k < len; k++) {
-        if (k > 0 && val[order[k]!]! !== val[order[k - 1]!]!) start = k;
-        key[order[k]!] = start;
-        if (start === k) edges[k >>> 5]! |= 1 << (k & 31);
-        if ((k + 1) % slice === 0) yield;
+      for (let a = 0; a < len; a += slice) {
+        const stop = Math.min(len, a + slice);
+        for (let k = a; k < stop; k++) {
+          if (k > 0 && val[order[k]!]! !== val[order[k - 1]!]!) start = k;
+          key[order[k]!] = start;
+          if (start === k) edges[k >>> 5]! |= 1 << (k & 31);
+        }
+        yield;
       }
     } else {
       let end = len;
-      for (let k = len - 1; k >= 0; k--) {
-        if (k < len - 1 && val[order[k]!]! !== val[order[k + 1]!]!) end = k + 1;
-        key[order[k]!] = end;
-        if (end === k + 1) edges[k >>> 5]! |= 1 << (k & 31);
-        if ((len - k) % slice === 0) yield;
+      for (let b = len; b > 0; b -= slice) {
+        const stop = Math.max(0, b - slice);
+        for (let k = b - 1; k >= stop; k--) {
+          if (k < len - 1 && val[order[k]!]! !== val[order[k + 1]!]!) end = k + 1;
+          key[order[k]!] = end;
+          if (end === k + 1) edges[k >>> 5]! |= 1 << (k & 31);
+        }
+        yield;
       }
     }
     // set once whole: a ranking drained meanwhile (another caller) computes its own
