@@ -489,7 +489,7 @@ export async function fullBuild(db: ColumnarRunner, asOf: AsOf, opts: FullBuildO
     (side as SideRunner | null)?.close();
   }
   await timed('wallets', async () => {
-    // a range of wallets at a time (~legRangeLegs legs each): a whole-cohort statement's medians held ~3.5 GB past
+    // a range of wallets at a time (~walletRangeLegs legs each): a whole-cohort statement's medians held ~3.5 GB past
     // DuckDB's memory limit at full scale
     const ranges = await keySlices(db, LEGS_TABLE, 'wallet_id', opts.walletRangeLegs ?? LEG_RANGE_LEGS);
     if (ranges.length) ranges[0]![0] = -(2 ** 31);
