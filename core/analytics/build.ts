@@ -144,7 +144,12 @@ export const LEG_RANGE_LEGS = 25_000_000;
  * open below, the last one above.
  */
 export async function legRanges(db: ColumnarRunner, upToSeq: number, legs: number): Promise<[number, number][]> {
-  const slices = await keySlices(db, legWalletsSql(upToSeq), 'wallet_id', legs);
+  return walletRanges(db, legWalletsSql(upToSeq), legs);
+}
+
+/** Wallet ranges [lo, hi) of about `legs` rows of `from` each, in wallet order; the first open below, the last above. */
+async function walletRanges(db: ColumnarRunner, from: string, legs: number): Promise<[number, number][]> {
+  const slices = await keySlices(db, from, 'wallet_id', legs);
   if (slices.length) slices[0]![0] = -(2 ** 31);
   return slices;
 }
@@ -491,9 +496,8 @@ export async function fullBuild(db: ColumnarRunner, asOf: AsOf, opts: FullBuildO
   await timed('wallets', async () => {
     // a range of wallets at a time (~walletRangeLegs legs each): a whole-cohort statement's medians held ~3.5 GB past
     // DuckDB's memory limit at full scale
-    const ranges = await keySlices(db, LEGS_TABLE, 'wallet_id', opts.walletRangeLegs ?? LEG_RANGE_LEGS);
-    if (ranges.length) ranges[0]![0] = -(2 ** 31);
-    else ranges.push([-(2 ** 31), 2 ** 31 - 1]);
+    const ranges = await walletRanges(db, LEGS_TABLE, opts.walletRangeLegs ?? LEG_RANGE_LEGS);
+    if (!ranges.length) ranges.push([-(2 ** 31), 2 ** 31 - 1]);
     for (const [k, range] of ranges.entries()) {
       await db.run(`CREATE OR REPLACE TEMP TABLE median_fill AS ${medianFillSql({ range }, T)}`);
       for (const s of walletTableStatements(asOf, { range, medianFill: 'median_fill' })) {
