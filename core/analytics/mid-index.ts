@@ -1,73 +1,115 @@
 /**
  * Mid-price history held in memory for the analytics engine: per token (market_id * 2 + outcome_index) the mids
- * sorted by time, so that "the mid at t" (the latest mid stamped at or before t) is a binary search instead of an
+ * sorted by time, so that "the mid at t" (the latest mid stamped at or before t) is a search in memory instead of an
  * ASOF join. Times are microseconds since the epoch as doubles (exact below 2^53). Among mids of one token stamped
  * at the same microsecond the larger mid wins, so every lookup is deterministic (SQL's arg_max(mid, ts) is not).
  *
  * 40M mids (the full-scale venue) take 640 MB. Appends in time order are O(1); a late mid (stamped before the
  * token's latest) is inserted in place.
+ *
+ * Why the layout: the position stream looks up a different token at nearly every position, so a lookup's cost is
+ * its cache misses, not its comparisons (a binary search over a token's whole history, in separate time and mid
+ * arrays reached through a Map: ~400 ns a lookup at full scale). A token's mids are one array, a table of where each
+ * day's mids start ahead of its (time, mid) pairs, and tokens are found by index: a lookup reads the day's few
+ * entries, next to each other (bench/mid-index.ts).
  */
 
 export const tokenOf = (marketId: number, outcome: number): number => marketId * 2 + outcome;
 
+const DAY_US = 86_400_000_000;
+/** The day number of a time (µs): monotone in t, the only property the day table relies on. */
+const dayOf = (tUs: number): number => Math.floor(tUs / DAY_US);
+
+/**
+ * One token's mids. `data` holds the day table at [0, days) and the pairs from `base` on: pair i's time at
+ * data[base + 2i], its mid at data[base + 2i + 1]. Day table entry k is the first pair stamped on day day0 + k or
+ * later (the last entry is n); it is rebuilt on the first lookup after a change (days = -1 until then).
+ */
 class Series {
-  ts: Float64Array;
-  mid: Float64Array;
+  data: Float64Array;
+  base: number;
   n = 0;
+  days = -1;
+  day0 = 0;
   constructor(capacity: number) {
-    this.ts = new Float64Array(Math.max(4, capacity));
-    this.mid = new Float64Array(Math.max(4, capacity));
+    this.base = 8;
+    this.data = new Float64Array(this.base + 2 * Math.max(4, capacity));
   }
-  private grow(): void {
-    const ts = new Float64Array(this.ts.length * 2);
-    const mid = new Float64Array(this.ts.length * 2);
-    ts.set(this.ts.subarray(0, this.n));
-    mid.set(this.mid.subarray(0, this.n));
-    this.ts = ts;
-    this.mid = mid;
+  private tsAt(i: number): number {
+    return this.data[this.base + 2 * i]!;
+  }
+  private midAt(i: number): number {
+    return this.data[this.base + 2 * i + 1]!;
+  }
+  /** A larger array: room for `base` table entries and `pairs` pairs, the pairs copied over. */
+  private reshape(base: number, pairs: number): void {
+    const data = new Float64Array(base + 2 * pairs);
+    data.set(this.data.subarray(this.base, this.base + 2 * this.n), base);
+    this.data = data;
+    this.base = base;
   }
   /** Insert keeping (ts, mid) order; returns false when the very same (ts, mid) is already there. */
   insert(t: number, m: number): boolean {
-    if (this.n === this.ts.length) this.grow();
+    if (this.base + 2 * (this.n + 1) > this.data.length) this.reshape(this.base, 2 * Math.max(4, this.n));
     let i = this.n;
-    if (i === 0 || this.ts[i - 1]! < t || (this.ts[i - 1] === t && this.mid[i - 1]! < m)) {
-      this.ts[i] = t;
-      this.mid[i] = m;
-      this.n++;
-      return true;
+    if (!(i === 0 || this.tsAt(i - 1) < t || (this.tsAt(i - 1) === t && this.midAt(i - 1) < m))) {
+      // late: the first position whose (ts, mid) is greater
+      let lo = 0;
+      let hi = this.n;
+      while (lo < hi) {
+        const k = (lo + hi) >> 1;
+        if (this.tsAt(k) < t || (this.tsAt(k) === t && this.midAt(k) <= m)) lo = k + 1;
+        else hi = k;
+      }
+      if (lo > 0 && this.tsAt(lo - 1) === t && this.midAt(lo - 1) === m) return false;
+      i = lo;
+      this.data.copyWithin(this.base + 2 * (i + 1), this.base + 2 * i, this.base + 2 * this.n);
     }
-    // late: the first position whose (ts, mid) is greater
-    let lo = 0;
-    let hi = this.n;
-    while (lo < hi) {
-      const k = (lo + hi) >> 1;
-      if (this.ts[k]! < t || (this.ts[k] === t && this.mid[k]! <= m)) lo = k + 1;
-      else hi = k;
-    }
-    if (lo > 0 && this.ts[lo - 1] === t && this.mid[lo - 1] === m) return false;
-    i = lo;
-    this.ts.copyWithin(i + 1, i, this.n);
-    this.mid.copyWithin(i + 1, i, this.n);
-    this.ts[i] = t;
-    this.mid[i] = m;
+    this.data[this.base + 2 * i] = t;
+    this.data[this.base + 2 * i + 1] = m;
     this.n++;
+    this.days = -1;
     return true;
   }
-  /** Index of the latest mid stamped <= t, or -1. */
-  indexAt(t: number): number {
-    let lo = 0;
-    let hi = this.n;
-    while (lo < hi) {
-      const k = (lo + hi) >> 1;
-      if (this.ts[k]! <= t) lo = k + 1;
-      else hi = k;
+  /** The day table of the mids as they are now (n > 0). */
+  private dayTable(): void {
+    const d0 = dayOf(this.tsAt(0));
+    const entries = dayOf(this.tsAt(this.n - 1)) - d0 + 2;
+    // room for a few more days, so a table that grows with appended days rarely moves the pairs
+    if (entries > this.base) this.reshape(entries + 8, Math.max(this.n, (this.data.length - this.base) / 2));
+    let i = 0;
+    for (let k = 0; k < entries; k++) {
+      while (i < this.n && dayOf(this.tsAt(i)) < d0 + k) i++;
+      this.data[k] = i;
     }
-    return lo - 1;
+    this.day0 = d0;
+    this.days = entries;
+  }
+  /** The latest mid stamped <= t, or NaN. */
+  at(t: number): number {
+    if (this.n === 0) return Number.NaN;
+    if (this.days < 0) this.dayTable();
+    const k = dayOf(t) - this.day0;
+    if (k < 0) return Number.NaN; // every mid is stamped on a later day
+    // every pair before lo is stamped on an earlier day than t (so before t), every one from hi on on a later day
+    const d = this.data;
+    const last = this.days - 1;
+    let lo = k < last ? d[k]! : this.n;
+    let hi = k < last ? d[k + 1]! : this.n;
+    const base = this.base;
+    while (lo < hi) {
+      const j = (lo + hi) >> 1;
+      if (d[base + 2 * j]! <= t) lo = j + 1;
+      else hi = j;
+    }
+    return lo === 0 ? Number.NaN : d[base + 2 * lo - 1]!;
   }
 }
 
 export class MidIndex {
-  private readonly series = new Map<number, Series>();
+  /** by token (dense: market ids are small integers) */
+  private readonly series: (Series | undefined)[] = [];
+  private readonly tokenList: number[] = [];
   private count = 0;
 
   get size(): number {
@@ -76,68 +118,49 @@ export class MidIndex {
 
   add(marketId: number, outcome: number, tsUs: number, mid: number): void {
     const k = tokenOf(marketId, outcome);
-    let s = this.series.get(k);
-    if (!s) this.series.set(k, (s = new Series(8)));
+    let s = this.series[k];
+    if (!s) {
+      this.series[k] = s = new Series(8);
+      this.tokenList.push(k);
+    }
     if (s.insert(tsUs, mid)) this.count++;
   }
 
   /** The latest mid of the token stamped at or before t (µs), or NaN when there is none. */
   at(token: number, tUs: number): number {
-    const s = this.series.get(token);
-    if (!s) return Number.NaN;
-    const i = s.indexAt(tUs);
-    return i < 0 ? Number.NaN : s.mid[i]!;
+    const s = token >= 0 ? this.series[token] : undefined;
+    return s ? s.at(tUs) : Number.NaN;
   }
 
   /** Time (µs) of the earliest mid of the token, or NaN. */
   firstTs(token: number): number {
-    const s = this.series.get(token);
-    return s && s.n > 0 ? s.ts[0]! : Number.NaN;
+    const s = token >= 0 ? this.series[token] : undefined;
+    return s && s.n > 0 ? s.data[s.base]! : Number.NaN;
   }
 
   /** Every token that has at least one mid. */
   tokens(): IterableIterator<number> {
-    return this.series.keys();
+    return this.tokenList.values();
   }
 
-  /** A reader for many lookups on one token at non-decreasing times: amortized O(1) each. */
+  /** A reader of one token's mids (the stream keeps a few and points them at each position's token). */
   cursor(token: number): MidCursor {
-    return new MidCursor(this.series.get(token));
+    return new MidCursor(token >= 0 ? this.series[token] : undefined);
   }
 
   /** Point an existing cursor at another token (no allocation on a hot path). */
   retarget(c: MidCursor, token: number): void {
-    c.reset(this.series.get(token));
+    c.reset(token >= 0 ? this.series[token] : undefined);
   }
 }
 
 export class MidCursor {
-  private i = -1;
-  private lastT = Number.NEGATIVE_INFINITY;
   constructor(private s: Series | undefined) {}
   reset(s: Series | undefined): void {
     this.s = s;
-    this.i = -1;
-    this.lastT = Number.NEGATIVE_INFINITY;
   }
-  /** The latest mid stamped <= t (NaN when none); t may go backwards (then it searches again). */
+  /** The latest mid stamped <= t (NaN when none), at any t. */
   at(t: number): number {
-    const s = this.s;
-    if (!s || s.n === 0) return Number.NaN;
-    if (t < this.lastT) this.i = s.indexAt(t);
-    else {
-      // gallop forward: most calls move a few steps at most
-      let i = this.i;
-      while (i + 1 < s.n && s.ts[i + 1]! <= t) {
-        i++;
-        if (i + 8 < s.n && s.ts[i + 8]! <= t) {
-          i = s.indexAt(t);
-          break;
-        }
-      }
-      this.i = i;
-    }
-    this.lastT = t;
-    return this.i < 0 ? Number.NaN : s.mid[this.i]!;
+    return this.s ? this.s.at(t) : Number.NaN;
   }
 }
