@@ -4,12 +4,15 @@
  * into a DuckDB file next to it once (timed apart: that is venue ingest, not analytics), then every run builds from
  * scratch as `npm start` does on first run: legs sorted for the stream, mids, the position stream, per-wallet
  * tables, risk, cohort, clusters, rank base and boards. Prints seconds per step, total and peak RSS of the process
- * (DuckDB included), and per step the peak RSS and the peak JavaScript holds (heap and array buffers).
+ * (DuckDB included), and per step the peak RSS, the peak JavaScript holds (heap and array buffers), the CPU seconds of
+ * the whole process and of its main thread (where the position stream and the ranking engine run): a step whose main
+ * thread is busy nearly all its wall time is bound by that one thread, one whose process CPU is near twice its wall
+ * time by both cores.
  *   npm run bench:analytics -- [--venue DIR] [--memory-limit 5GB] [--threads 2] [--no-rankings] [--range-legs N]
  * --range-legs: legs per range of wallets when a_legs is sorted a range at a time (default LEG_RANGE_LEGS; a venue
  * of fewer legs is sorted in one statement)
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fullBuild } from '../core/analytics/build.ts';
@@ -24,7 +27,30 @@ let peak = 0;
 // per step: the process's peak RSS and the peak of what JavaScript holds (its heap and array buffers), the rest being
 // mostly DuckDB's
 let step = 'load';
-const stepPeak: Record<string, { rss_mb: number; js_mb: number }> = {};
+const stepPeak: Record<string, { rss_mb: number; js_mb: number; cpu_s?: number; main_cpu_s?: number }> = {};
+// CPU seconds: the process's (every thread: DuckDB's too) and the main thread's (Linux: /proc/self/task/<pid>/stat
+// fields 14 and 15, in clock ticks of 1/100 s)
+const processCpu = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+};
+const mainThreadCpu = () => {
+  try {
+    const f = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
+    const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
+    return (Number(rest[11]) + Number(rest[12])) / 100;
+  } catch {
+    return Number.NaN;
+  }
+};
+let cpuAtStep = { p: processCpu(), m: mainThreadCpu() };
+const closeStep = () => {
+  const now = { p: processCpu(), m: mainThreadCpu() };
+  const p = (stepPeak[step] ??= { rss_mb: 0, js_mb: 0 });
+  p.cpu_s = Number((now.p - cpuAtStep.p).toFixed(1));
+  p.main_cpu_s = Number((now.m - cpuAtStep.m).toFixed(1));
+  cpuAtStep = now;
+};
 const timer = setInterval(() => {
   const m = process.memoryUsage();
   peak = Math.max(peak, m.rss);
@@ -51,8 +77,10 @@ for (const r of await queryRows<{ t: string; k: string }>(conn, `SELECT table_na
 await conn.run(`SET max_temp_directory_size = '35GB'`);
 const [c] = await queryRows<{ fills: number; wallets: number; t: Date }>(conn, `SELECT count(*) AS fills, (SELECT count(*) FROM wallets) AS wallets, max(ts) AS t FROM fills`);
 peak = process.memoryUsage().rss;
+cpuAtStep = { p: processCpu(), m: mainThreadCpu() };
 const t0 = performance.now();
 const log = (name: string) => {
+  closeStep();
   step = name;
   process.stderr.write(`analytics ${name} starts at ${((performance.now() - t0) / 1000).toFixed(1)} s, rss ${Math.round(process.memoryUsage().rss / 2 ** 20)} MB\n`);
 };
