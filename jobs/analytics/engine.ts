@@ -188,7 +188,11 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
           previous: this.ranker ?? undefined,
           onStep: this.opts.onRefreshStep,
         });
+        // the commit is part of the latency a reader sees (it writes the log, and may checkpoint): timed as a step
+        const c0 = performance.now();
         await this.conn.run('COMMIT');
+        refreshed.seconds.commit = Number(((performance.now() - c0) / 1000).toFixed(3));
+        this.opts.onRefreshStep?.('commit', refreshed.seconds.commit);
         this.mark = to;
         this.ranker = refreshed.ranker ?? null;
         report = refreshed;
