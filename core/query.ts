@@ -50,6 +50,11 @@ export interface ScanBatch {
 export interface RowWriter {
   set(column: number, value: number | boolean | null): void;
   next(): void;
+  /**
+   * A whole row at once, then the next: column c gets values[c], or NULL where nulls[c] is 1 (for writers of many
+   * rows: one call per row, not a call per column).
+   */
+  row(values: Float64Array, nulls?: Uint8Array): void;
   close(): Promise<void>;
   /** Resolves once the rows written so far are few enough to write more (a producer that can wait, waits here). */
   ready?(): Promise<void>;

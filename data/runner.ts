@@ -283,6 +283,16 @@ function insertWriter(conn: DuckDBConnection, table: string, columns: readonly {
         cur.hasNull[column] = 1;
       } else cur.values[column]![cur.n] = typeof value === 'boolean' ? (value ? 1 : 0) : value;
     },
+    row(values, nulls) {
+      const n = cur.n;
+      for (let c = 0; c < columns.length; c++) {
+        if (nulls?.[c]) {
+          cur.nulls[c]![n] = 1;
+          cur.hasNull[c] = 1;
+        } else cur.values[c]![n] = values[c]!;
+      }
+      writer.next();
+    },
     next() {
       rows++;
       if (++cur.n < CHUNK_ROWS) return;

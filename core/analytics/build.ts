@@ -247,48 +247,68 @@ export async function writeMarks(db: ColumnarRunner, mids: MidIndex, asOf: AsOf,
 /** The tables the stream writes (in stream order: a full build leaves them sorted by wallet and position). */
 export const STREAM_TABLES_DDL = [POSITION_STATE_DDL, HOLDS_DDL, RISK_DAILY_DDL, RISK_POSITIONS_DDL];
 
-/** One a_position_state row, in POSITION_STATE_COLUMNS order (a set per column: the build writes 64M rows). */
+// a row of each stream table, written whole (RowWriter.row): the build writes 64M positions, 64M holds and ~140M
+// risk days, and a call per column cost more than the stream's own work on those rows
+const positionRow = new Float64Array(POSITION_STATE_COLUMNS.length);
+const positionNulls = new Uint8Array(POSITION_STATE_COLUMNS.length);
+const holdRow = new Float64Array(HOLDS_COLUMNS.length);
+const holdNulls = new Uint8Array(HOLDS_COLUMNS.length);
+const riskDayRow = new Float64Array(RISK_DAILY_COLUMNS.length);
+const riskPositionRow = new Float64Array(RISK_POSITIONS_COLUMNS.length);
+
+/** Column j of a row: the value, or NULL (nulls[j] = 1). */
+function put(row: Float64Array, nulls: Uint8Array, j: number, x: number | null): void {
+  if (x === null) nulls[j] = 1;
+  else {
+    nulls[j] = 0;
+    row[j] = x;
+  }
+}
+
+/** One a_position_state row, in POSITION_STATE_COLUMNS order. */
 function writePosition(w: RowWriter, p: PositionOut): void {
-  w.set(0, p.wallet_id);
-  w.set(1, p.market_id);
-  w.set(2, p.outcome_index);
-  w.set(3, p.shares);
-  w.set(4, p.cost_basis);
-  w.set(5, p.trade_pnl);
-  w.set(6, p.bought_shares);
-  w.set(7, p.entry_price);
-  w.set(8, p.volume_usdc);
-  w.set(9, p.trades);
-  w.set(10, p.n_taker);
-  w.set(11, p.n_buys);
-  w.set(12, p.n_contra);
-  w.set(13, p.first_ts);
-  w.set(14, p.last_ts);
-  w.set(15, p.first_fill_ts);
-  w.set(16, p.last_fill_ts);
-  w.set(17, p.first_buy_ts);
-  w.set(18, p.redeemed_shares);
-  w.set(19, p.a1_num);
-  w.set(20, p.a1_den);
-  w.set(21, p.a1_n);
-  w.set(22, p.a24_num);
-  w.set(23, p.a24_den);
-  w.set(24, p.a24_n);
-  w.set(25, p.ares_num);
-  w.set(26, p.ares_den);
-  w.set(27, p.ares_n);
-  w.set(28, p.raw_shares);
-  w.set(29, p.raw_cost);
-  w.set(30, p.raw_pnl);
-  w.set(31, p.raw_bought);
-  w.set(32, p.raw_buy_notional);
-  w.set(33, p.raw_volume);
-  w.set(34, p.last_leg_ts);
-  w.set(35, p.ep_start);
-  w.set(36, p.ep_exit);
-  w.set(37, p.ep_cost);
-  w.set(38, p.episodes);
-  w.next();
+  const r = positionRow;
+  const z = positionNulls;
+  r[0] = p.wallet_id;
+  r[1] = p.market_id;
+  r[2] = p.outcome_index;
+  r[3] = p.shares;
+  r[4] = p.cost_basis;
+  r[5] = p.trade_pnl;
+  r[6] = p.bought_shares;
+  put(r, z, 7, p.entry_price);
+  r[8] = p.volume_usdc;
+  r[9] = p.trades;
+  r[10] = p.n_taker;
+  r[11] = p.n_buys;
+  r[12] = p.n_contra;
+  put(r, z, 13, p.first_ts);
+  put(r, z, 14, p.last_ts);
+  put(r, z, 15, p.first_fill_ts);
+  put(r, z, 16, p.last_fill_ts);
+  put(r, z, 17, p.first_buy_ts);
+  r[18] = p.redeemed_shares;
+  r[19] = p.a1_num;
+  r[20] = p.a1_den;
+  r[21] = p.a1_n;
+  r[22] = p.a24_num;
+  r[23] = p.a24_den;
+  r[24] = p.a24_n;
+  r[25] = p.ares_num;
+  r[26] = p.ares_den;
+  r[27] = p.ares_n;
+  r[28] = p.raw_shares;
+  r[29] = p.raw_cost;
+  r[30] = p.raw_pnl;
+  r[31] = p.raw_bought;
+  r[32] = p.raw_buy_notional;
+  r[33] = p.raw_volume;
+  r[34] = p.last_leg_ts;
+  put(r, z, 35, p.ep_start);
+  put(r, z, 36, p.ep_exit);
+  r[37] = p.ep_cost;
+  r[38] = p.episodes;
+  w.row(r, z);
 }
 
 /**
@@ -303,7 +323,7 @@ export async function tableSinks(
   const risk = write.risk;
   for (const ddl of STREAM_TABLES_DDL) await db.run(ddl);
   const cols = (c: TableColumns) => c.map(([name, type]) => ({ name, type }));
-  const none = { set() {}, next() {}, close: async () => {}, rows: 0 };
+  const none = { set() {}, next() {}, row() {}, close: async () => {}, rows: 0 };
   const pos = write.positions ? await db.writer('a_position_state', cols(POSITION_STATE_COLUMNS)) : none;
   let copy: RowWriter | null = null;
   if (write.positions && write.positionsCopy) {
@@ -320,17 +340,19 @@ export async function tableSinks(
       if (copy) writePosition(copy, p);
     },
     hold: (h) => {
-      hold.set(0, h.wallet_id);
-      hold.set(1, h.market_id);
-      hold.set(2, h.outcome_index);
-      hold.set(3, h.start_ts);
-      hold.set(4, h.exit_ts);
-      hold.set(5, h.cost_in);
-      hold.set(6, h.end_ts);
-      hold.set(7, h.to_resolution);
-      hold.set(8, h.hold_hours);
-      hold.set(9, h.episode);
-      hold.next();
+      const r = holdRow;
+      const z = holdNulls;
+      r[0] = h.wallet_id;
+      r[1] = h.market_id;
+      r[2] = h.outcome_index;
+      r[3] = h.start_ts;
+      put(r, z, 4, h.exit_ts);
+      r[5] = h.cost_in;
+      put(r, z, 6, h.end_ts);
+      r[7] = h.to_resolution ? 1 : 0;
+      put(r, z, 8, h.hold_hours);
+      r[9] = h.episode;
+      hold.row(r, z);
     },
     ...(rd && rp
       ? {
@@ -338,21 +360,23 @@ export async function tableSinks(
             for (let k = 2; k < r.pnl.length; k++) {
               const moved = r.moved[k] === 1;
               if (!keepRiskDay(r.capital[k]!, moved)) continue;
-              rd.set(0, r.wallet_id);
-              rd.set(1, fold + (k - 1) * DAY_US);
-              rd.set(2, r.pnl[k]!);
-              rd.set(3, r.capital[k]!);
-              rd.set(4, moved);
-              rd.next();
+              const row = riskDayRow;
+              row[0] = r.wallet_id;
+              row[1] = fold + (k - 1) * DAY_US;
+              row[2] = r.pnl[k]!;
+              row[3] = r.capital[k]!;
+              row[4] = moved ? 1 : 0;
+              rd.row(row);
             }
           },
           riskPosition: (r) => {
-            rp.set(0, r.wallet_id);
-            rp.set(1, r.market_id);
-            rp.set(2, r.outcome_index);
-            rp.set(3, r.shares);
-            rp.set(4, r.first_day);
-            rp.next();
+            const row = riskPositionRow;
+            row[0] = r.wallet_id;
+            row[1] = r.market_id;
+            row[2] = r.outcome_index;
+            row[3] = r.shares;
+            row[4] = r.first_day;
+            rp.row(row);
           },
         }
       : {}),
