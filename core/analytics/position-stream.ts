@@ -244,7 +244,8 @@ export class PositionStream {
   private pSpent!: Float64Array;
   private pN = 0;
   private pFirstDay = Number.NaN;
-  private readonly values = new Map<number, Float64Array>();
+  /** day-end values by token (dense: found by index, as the mids are) */
+  private readonly values: (Float64Array | undefined)[] = [];
   private readonly posOut: PositionOut;
   private readonly holdOut: HoldOut;
 
@@ -567,7 +568,7 @@ export class PositionStream {
 
   /** Day-end values of the current token over the window: payout once resolved by the day's end, else the mid. */
   private tokenValues(): Float64Array {
-    let v = this.values.get(this.token);
+    let v = this.values[this.token];
     if (v) return v;
     const r = this.risk!;
     v = new Float64Array(r.days + 2);
@@ -580,7 +581,7 @@ export class PositionStream {
         v[k] = Number.isNaN(mid) ? 0 : mid;
       }
     }
-    this.values.set(this.token, v);
+    this.values[this.token] = v;
     return v;
   }
 
