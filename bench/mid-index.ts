@@ -4,7 +4,7 @@
  * another token, and a fill looks up its token's mid at its time, 24 h before (contrarian), 1 h and 24 h after
  * (alpha). Prints nanoseconds per lookup: positions on random tokens (the stream's case) and sorted by token (the
  * cache-friendly bound).
- *   npx tsx bench/mid-index.ts [--tokens 70000] [--mids 570] [--positions 2000000]
+ *   npm run bench:mid-index -- [--tokens 70000] [--mids 570] [--positions 2000000]
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
