@@ -560,5 +560,37 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
   };
 }
 
+/**
+ * New fills a refresh takes in at most. At full scale (2.8M wallets, an 8 GB DuckDB limit) a refresh of ~634k new legs
+ * (~317k fills: a backlog of 680 fills/s) ran out of memory in its per-wallet and cluster steps and rolled back, and
+ * the next one, with a larger backlog still, again: a backlog (the live tail faster than the maintenance, or a restart
+ * after downtime) is taken in several versions instead. One of 444k legs passed.
+ */
+export const MAX_REFRESH_FILLS = 200_000;
+
+/**
+ * Where a refresh from `from` goes: the newest arrival batch `newest` and the clock `now`; or, when more than `cap`
+ * fills arrived after from.watermark, the last batch that keeps within `cap` (at least one batch), as of the latest
+ * time stamped on the fills it takes in (never before from.asOf, never after `now`). Rows of those batches stamped
+ * after that time become visible later, as any future-stamped row does.
+ */
+export async function refreshTarget(db: ColumnarRunner, from: StateMark, now: Date, newest: number, cap = MAX_REFRESH_FILLS): Promise<StateMark> {
+  const batches = await db.all<{ seq: number; n: number; t: number }>(
+    `SELECT seq, count(*) AS n, epoch_us(max(ts))::DOUBLE AS t FROM fills WHERE seq > ${from.watermark} AND seq <= ${newest} GROUP BY seq ORDER BY seq`,
+  );
+  const total = batches.reduce((a, b) => a + Number(b.n), 0);
+  if (total <= cap) return { asOf: now, watermark: newest };
+  let taken = 0;
+  let watermark = from.watermark;
+  let lastUs = from.asOf.getTime() * 1000;
+  for (const b of batches) {
+    if (taken > 0 && taken + Number(b.n) > cap) break;
+    taken += Number(b.n);
+    watermark = Number(b.seq);
+    lastUs = Math.max(lastUs, Number(b.t));
+  }
+  return { asOf: new Date(Math.min(now.getTime(), Math.floor(lastUs / 1000))), watermark };
+}
+
 export { venueWatermark };
 export type { AsOf };

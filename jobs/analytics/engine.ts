@@ -19,7 +19,7 @@ import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { fullBuild, loadMids, migrationSteps, type BuildReport } from '../../core/analytics/build.ts';
 import type { MidIndex } from '../../core/analytics/mid-index.ts';
 import type { RankingEngine } from '../../core/ranking-engine.ts';
-import { refresh, venueWatermark, type RefreshReport, type StateMark } from '../../core/analytics/refresh.ts';
+import { refresh, refreshTarget, venueWatermark, type RefreshReport, type StateMark } from '../../core/analytics/refresh.ts';
 import { queryRows } from '../../data/duckdb.ts';
 import { metricOrdersOffThread } from './rank-orders.ts';
 import { duckRunner } from '../../data/runner.ts';
@@ -46,6 +46,8 @@ export interface EngineOptions {
   onRefreshStep?: (name: string, seconds: number) => void;
   /** run a full build even when a state exists */
   rebuild?: boolean;
+  /** new fills a refresh takes in at most (a backlog goes in several versions): default MAX_REFRESH_FILLS */
+  maxRefreshFills?: number;
 }
 
 /**
@@ -182,7 +184,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
         this.ranker = built.ranker ?? null;
         report = built;
       } else {
-        const to: StateMark = { asOf, watermark: await venueWatermark(db) };
+        const to = await refreshTarget(db, this.mark, asOf, await venueWatermark(db), this.opts.maxRefreshFills);
         const refreshed = await refresh(db, this.mids, this.mark, to, {
           ordersOf: metricOrdersOffThread,
           previous: this.ranker ?? undefined,
@@ -203,7 +205,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
       this.mids = await loadMids(db, this.mark.watermark);
       throw e;
     }
-    this.current = { version: this.current.version + 1, asOf, builtAt: new Date(), watermark: this.mark.watermark };
+    this.current = { version: this.current.version + 1, asOf: this.mark.asOf, builtAt: new Date(), watermark: this.mark.watermark };
     this.emit('published', this.current, report);
     return report;
   }

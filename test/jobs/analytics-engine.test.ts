@@ -144,6 +144,45 @@ it('a resolution written while a refresh runs is in the next version, and the st
   }
 }, 300_000);
 
+it('a backlog of more new fills than a refresh takes in goes in several versions, each equal to a full build at its mark', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'engine-cap-'));
+  dirs.push(dir);
+  const path = join(dir, 'venue.duckdb');
+  const t0 = await seeded(path);
+  const { instance, conn } = await openDuckDB({ path, threads: 2 });
+  try {
+    // three arrival batches of two fills each, an hour apart, all before the clock
+    const seqs: number[] = [];
+    for (let k = 0; k < 3; k++) {
+      const t = t0 + k * HOUR + 10 * 60_000;
+      const fill = (taker: number, side: 'BUY' | 'SELL') => ({ kind: 'fill' as const, t, market: 1 + (k % 2), outcome: 0 as const, maker: 6, taker, side, match: 'direct' as const, price: 0.4 + k / 10, shares: 100 + k, fee: 0 });
+      seqs.push(await writeBatch(conn, [fill(2, 'BUY'), fill(3, k === 2 ? 'SELL' : 'BUY')]));
+    }
+    const now = START + t0 + 4 * HOUR;
+    const engine = await AnalyticsEngine.open(instance, { now: () => new Date(now), maxRefreshFills: 3 });
+    const published: { watermark: number; asOf: number }[] = [];
+    engine.on('published', (p) => published.push({ watermark: p.watermark, asOf: p.asOf.getTime() }));
+    for (let k = 0; k < 3; k++) {
+      await engine.refreshNow();
+      // each version takes one batch (two fills; two batches would be four, over the cap) and is as of its last fill,
+      // the last one (within the cap) as of the clock
+      expect(published[k]).toEqual({ watermark: seqs[k], asOf: k < 2 ? START + t0 + k * HOUR + 10 * 60_000 : now });
+      const [m] = await queryRows<{ t: number; w: number }>(conn, `SELECT epoch_ms(as_of) AS t, watermark AS w FROM a_meta`);
+      expect({ watermark: Number(m!.w), asOf: Number(m!.t) }).toEqual(published[k]);
+      if (k === 0) {
+        const diffs = await diffWithRebuild(instance, 'venue');
+        expect(diffs, diffs.join('\n')).toEqual([]);
+      }
+    }
+    await engine.stop();
+    const diffs = await diffWithRebuild(instance, 'venue');
+    expect(diffs, diffs.join('\n')).toEqual([]);
+  } finally {
+    conn.closeSync();
+    instance.closeSync();
+  }
+}, 300_000);
+
 it('a state of engine schema 1 (percentiles inside a_wallet_metrics and the rank base, no a_horizon_fills, no stream state to continue from) is migrated on start, not rebuilt, and refreshes on', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'engine-migrate-'));
   dirs.push(dir);
