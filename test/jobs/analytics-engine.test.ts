@@ -47,6 +47,12 @@ async function diffWithRebuild(instance: DuckDBInstance, catalog: string, migrat
   }
 }
 
+/** The state equals a full build at its mark (every differing row named on failure). */
+async function expectSameAsRebuild(instance: DuckDBInstance, migrated = false): Promise<void> {
+  const diffs = await diffWithRebuild(instance, 'venue', migrated);
+  expect(diffs, diffs.join('\n')).toEqual([]);
+}
+
 async function seeded(path: string): Promise<number> {
   const { instance, conn } = await openDuckDB({ path, threads: 1 });
   await createLiveVenue(conn);
@@ -104,8 +110,7 @@ it('a builder killed during a refresh: the next start resumes (no rebuild) and e
     expect(logs.join('\n')).toMatch(/resumed version/);
     await engine.refreshNow();
     await engine.stop();
-    const diffs = await diffWithRebuild(instance, 'venue');
-    expect(diffs, diffs.join('\n')).toEqual([]);
+    await expectSameAsRebuild(instance);
   } finally {
     conn.closeSync();
     instance.closeSync();
@@ -136,8 +141,7 @@ it('a resolution written while a refresh runs is in the next version, and the st
     expect(Number(rows[0]!.n)).toBeGreaterThan(0);
     expect(rows[0]!.r).toBe(rows[0]!.n);
     await engine.stop();
-    const diffs = await diffWithRebuild(instance, 'venue');
-    expect(diffs, diffs.join('\n')).toEqual([]);
+    await expectSameAsRebuild(instance);
   } finally {
     conn.closeSync();
     instance.closeSync();
@@ -170,13 +174,11 @@ it('a backlog of more new fills than a refresh takes in goes in several versions
       const [m] = await queryRows<{ t: number; w: number }>(conn, `SELECT epoch_ms(as_of) AS t, watermark AS w FROM a_meta`);
       expect({ watermark: Number(m!.w), asOf: Number(m!.t) }).toEqual(published[k]);
       if (k === 0) {
-        const diffs = await diffWithRebuild(instance, 'venue');
-        expect(diffs, diffs.join('\n')).toEqual([]);
+        await expectSameAsRebuild(instance);
       }
     }
     await engine.stop();
-    const diffs = await diffWithRebuild(instance, 'venue');
-    expect(diffs, diffs.join('\n')).toEqual([]);
+    await expectSameAsRebuild(instance);
   } finally {
     conn.closeSync();
     instance.closeSync();
@@ -214,8 +216,7 @@ it('a state of engine schema 1 (percentiles inside a_wallet_metrics and the rank
     // and it refreshes on from there, equal to a full build
     await engine.refreshNow();
     await engine.stop();
-    const diffs = await diffWithRebuild(instance, 'venue', true);
-    expect(diffs, diffs.join('\n')).toEqual([]);
+    await expectSameAsRebuild(instance, true);
   } finally {
     conn.closeSync();
     instance.closeSync();
