@@ -13,6 +13,12 @@
  * A crash mid-refresh loses nothing: the transaction never committed, the next start resumes from the last
  * committed state and the rows it had not seen are still after its watermark. Refreshes never overlap; if one
  * takes longer than the interval the next starts right after it.
+ *
+ * The engine checkpoints the database itself, right after each publish. DuckDB otherwise checkpoints inside the
+ * commit that finds its write-ahead log past a threshold, which a refresh's writes always pass: the refresh's own
+ * commit (seconds to a minute at full scale, before readers can see the version) or, when a reader's snapshot was
+ * open then, the live tail's next one. So while the engine runs, the automatic checkpoint is off for the whole
+ * database (a global setting), and the log holds at most one refresh's writes and the tail's since.
  */
 import { EventEmitter } from 'node:events';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
@@ -33,8 +39,19 @@ export interface Published {
 
 export interface EngineEvents {
   published: [Published, RefreshReport | BuildReport];
+  /** the checkpoint after a publish (or after opening) ended: the version and the seconds it took */
+  checkpointed: [Published, number];
   error: [Error];
 }
+
+/**
+ * DuckDB's automatic-checkpoint threshold while an engine runs: beyond any log a refresh writes, so only the engine's
+ * own CHECKPOINT after a publish writes the log into the database file.
+ */
+export const ENGINE_CHECKPOINT_THRESHOLD = '1TB';
+
+/** How long the checkpoint after a publish waits for older transactions to end before it leaves the work to the next. */
+export const CHECKPOINT_PATIENCE_MS = 45_000;
 
 export interface EngineOptions {
   /** the venue clock: every refresh is as of this moment */
@@ -48,6 +65,8 @@ export interface EngineOptions {
   rebuild?: boolean;
   /** new fills a refresh takes in at most (a backlog goes in several versions): default MAX_REFRESH_FILLS */
   maxRefreshFills?: number;
+  /** how long a checkpoint waits for transactions older than the publish: default CHECKPOINT_PATIENCE_MS */
+  checkpointPatienceMs?: number;
 }
 
 /**
@@ -106,6 +125,8 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<unknown> = Promise.resolve();
   private stopped = false;
+  /** the database's automatic-checkpoint threshold before the engine turned it off, restored by stop() */
+  private thresholdBefore: string | null = null;
   private readonly log: (m: string) => void;
 
   private constructor(
@@ -122,6 +143,11 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     const conn = await instance.connect();
     const engine = new AnalyticsEngine(conn, instance, opts);
     await engine.init();
+    // after the first build (its many commits checkpoint as usual), and the state it built or resumed is written out
+    const [setting] = await queryRows<{ s: string }>(conn, `SELECT current_setting('checkpoint_threshold') AS s`);
+    engine.thresholdBefore = setting!.s;
+    await conn.run(`SET checkpoint_threshold = '${ENGINE_CHECKPOINT_THRESHOLD}'`);
+    await engine.checkpoint();
     return engine;
   }
 
@@ -190,7 +216,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
           previous: this.ranker ?? undefined,
           onStep: this.opts.onRefreshStep,
         });
-        // the commit is part of the latency a reader sees (it writes the log, and may checkpoint): timed as a step
+        // the commit is part of the latency a reader sees (it writes the log; the checkpoint comes after the publish)
         const c0 = performance.now();
         await this.conn.run('COMMIT');
         refreshed.seconds.commit = Number(((performance.now() - c0) / 1000).toFixed(3));
@@ -207,7 +233,41 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     }
     this.current = { version: this.current.version + 1, asOf: this.mark.asOf, builtAt: new Date(), watermark: this.mark.watermark };
     this.emit('published', this.current, report);
+    // off the publish path: readers already see the version; they go on reading while it runs, the tail's commits wait
+    const seconds = await this.checkpoint();
+    if (seconds !== null) report.seconds.checkpoint = seconds;
     return report;
+  }
+
+  /**
+   * Write the log into the database file; seconds it took (waits included), or null when it gave up (logged: the
+   * version stands, and the next checkpoint writes these changes too). DuckDB refuses a checkpoint while a
+   * transaction that began before the last commit is open (a request that started before the publish: its snapshot
+   * may need the rows the checkpoint would drop). Those end within a request's time (a stream's snapshot within
+   * 30 s), and requests that begin after the publish do not stand in the way, so it tries again until they have
+   * ended. `FORCE CHECKPOINT` would wait too, but hold every new
+   * transaction back meanwhile: every request would wait for the slowest one.
+   */
+  private async checkpoint(): Promise<number | null> {
+    const t = performance.now();
+    for (let wait = 25; ; wait = Math.min(2 * wait, 1000)) {
+      try {
+        await this.conn.run('CHECKPOINT');
+        break;
+      } catch (e) {
+        const message = (e as Error).message.split('\n')[0]!;
+        const busy = /other (write )?transactions/i.test(message);
+        if (!busy || this.stopped || performance.now() - t > (this.opts.checkpointPatienceMs ?? CHECKPOINT_PATIENCE_MS)) {
+          this.log(`analytics: checkpoint skipped after ${((performance.now() - t) / 1000).toFixed(1)} s: ${message}`);
+          return null;
+        }
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
+    const seconds = Number(((performance.now() - t) / 1000).toFixed(3));
+    this.opts.onRefreshStep?.('checkpoint', seconds);
+    this.emit('checkpointed', this.current, seconds);
+    return seconds;
   }
 
   /** Refresh every `everyMs` (measured from the end of the previous refresh). */
@@ -230,6 +290,8 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     await this.running;
+    // the database may stay open (the tail, the readers): its commits checkpoint on their own again
+    if (this.thresholdBefore) await this.conn.run(`SET checkpoint_threshold = '${this.thresholdBefore}'`).catch(() => {});
     this.conn.closeSync();
   }
 }

@@ -4,7 +4,7 @@
  * refresh runs is picked up by the next refresh, never lost or half-applied.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -180,6 +180,70 @@ it('a backlog of more new fills than a refresh takes in goes in several versions
     await engine.stop();
     await expectSameAsRebuild(instance);
   } finally {
+    conn.closeSync();
+    instance.closeSync();
+  }
+}, 300_000);
+
+it('the checkpoint comes after the publish: the commit leaves the refresh in the log, the engine writes it out, and a reader\'s snapshot reads on through it', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'engine-ckpt-'));
+  dirs.push(dir);
+  const path = join(dir, 'venue.duckdb');
+  const t0 = await seeded(path);
+  const { instance, conn } = await openDuckDB({ path, threads: 2 });
+  const reader = await instance.connect();
+  const walBytes = () => (existsSync(`${path}.wal`) ? statSync(`${path}.wal`).size : 0);
+  const setting = async () => (await queryRows<{ s: string }>(conn, `SELECT current_setting('checkpoint_threshold') AS s`))[0]!.s;
+  try {
+    // every commit past DuckDB's threshold, as a refresh's always is at full scale
+    await conn.run(`SET checkpoint_threshold = '1KB'`);
+    const before = await setting();
+    let now = START + t0 + HOUR;
+    const engine = await AnalyticsEngine.open(instance, { now: () => new Date(now) });
+    const checkpointed: number[] = [];
+    engine.on('checkpointed', (p) => checkpointed.push(p.version));
+    let walAtPublish = -1;
+    engine.on('published', () => (walAtPublish = walBytes()));
+    const batches = fc.sample(batchArb(t0), { numRuns: 2, seed: 5 });
+
+    // the live tail's commit does not checkpoint either (automatic checkpoints are off while the engine runs)
+    await writeBatch(conn, batches[0]!.rows);
+    expect(walBytes()).toBeGreaterThan(0);
+    now = START + Math.max(batches[0]!.asOf, t0 + HOUR);
+    const first = await engine.refreshNow();
+    // published with the refresh's writes still in the log; written out before refreshNow resolves
+    expect(walAtPublish).toBeGreaterThan(0);
+    expect(walBytes()).toBe(0);
+    expect(first!.seconds.checkpoint).toBeGreaterThanOrEqual(0);
+    expect(checkpointed).toEqual([engine.published().version]);
+
+    // a request that began before the publish holds the checkpoint back (DuckDB refuses it while that snapshot may
+    // need the old rows) but not the publish; its snapshot still reads its own version, whole, and once it ends the
+    // checkpoint goes through
+    await reader.run('BEGIN TRANSACTION');
+    const snapshot = async () => (await queryRows<{ v: number; n: number }>(reader, `SELECT (SELECT version FROM a_meta) AS v, (SELECT count(*) FROM a_position_state) AS n`))[0]!;
+    const seen = await snapshot();
+    await writeBatch(conn, batches[1]!.rows);
+    now = START + Math.max(batches[1]!.asOf, now - START + HOUR);
+    const published = new Promise((r) => engine.once('published', r));
+    const second = engine.refreshNow();
+    await published;
+    await new Promise((r) => setTimeout(r, 300));
+    expect(checkpointed).toHaveLength(1);
+    expect(walBytes()).toBeGreaterThan(0);
+    expect(await snapshot()).toEqual(seen);
+    await reader.run('COMMIT');
+    expect((await second)!.seconds.checkpoint).toBeGreaterThan(0.3);
+    expect(walBytes()).toBe(0);
+    expect(checkpointed).toEqual([seen.v, seen.v + 1]);
+    expect((await snapshot()).v).toBe(seen.v + 1);
+
+    await engine.stop();
+    // the database's own setting is back: its commits checkpoint on their own again
+    expect(await setting()).toBe(before);
+    await expectSameAsRebuild(instance);
+  } finally {
+    reader.closeSync();
     conn.closeSync();
     instance.closeSync();
   }
