@@ -154,7 +154,7 @@ const refreshLoop = (async () => {
 })();
 
 // the reader: uncached presets and in-memory custom rankings, tagged with whether a refresh was running
-const probes: { kind: 'preset' | 'custom'; ms: number; during: boolean; asOf: string }[] = [];
+const probes: { kind: 'preset' | 'custom'; ms: number; during: boolean; asOf: string; after: string }[] = [];
 const probeErrors: string[] = [];
 const customs = [
   'weights=calibration:0.6,alpha_24h:0.4&limit=50',
@@ -167,6 +167,8 @@ const probeLoop = (async () => {
     const preset = i % 2 === 0;
     const path = preset ? `/v1/rankings/preset/${PRESETS[(i >> 1) % PRESETS.length]!.slug}?limit=50` : `/v1/rankings?${customs[(i >> 1) % customs.length]}`;
     const during = refreshing;
+    // what last happened when it was sent (the refresh step that had ended: the next one was running)
+    const after = lastEvent.replace(/ v\d+$/, '');
     const t = performance.now();
     // a failed request (a reset keep-alive connection, a non-200) is counted and reported, and the run goes on
     let res: Response;
@@ -180,7 +182,7 @@ const probeLoop = (async () => {
       body = {};
     }
     const ms = performance.now() - t;
-    if (res.status === 200) probes.push({ kind: preset ? 'preset' : 'custom', ms, during: during || refreshing, asOf: body.as_of ?? '' });
+    if (res.status === 200) probes.push({ kind: preset ? 'preset' : 'custom', ms, during: during || refreshing, asOf: body.as_of ?? '', after });
     else if (res.status !== 599) probeErrors.push(`${path}: ${res.status} ${body.error?.message}`);
     i++;
     await new Promise((r) => setTimeout(r, a['probe-ms']));
@@ -265,6 +267,10 @@ const out = {
   fills_not_covered: uncovered,
   newest_fill_reflected: check ? check.last_fill_ts !== null && new Date(check.last_fill_ts).getTime() >= new Date(check.fill_ts).getTime() : null,
   preset_uncached_ms: { during_refresh: stats(probes.filter((p) => p.kind === 'preset' && p.during).map((p) => p.ms)), idle: stats(probes.filter((p) => p.kind === 'preset' && !p.during).map((p) => p.ms)) },
+  // the uncached presets over 100 ms, by what had last happened when each was sent: where the tail comes from
+  preset_over_100ms_by_moment: Object.fromEntries(
+    [...new Set(probes.filter((p) => p.kind === 'preset' && p.ms > 100).map((p) => p.after))].map((k) => [k, stats(probes.filter((p) => p.kind === 'preset' && p.ms > 100 && p.after === k).map((p) => p.ms))]),
+  ),
   custom_ms: { during_refresh: stats(probes.filter((p) => p.kind === 'custom' && p.during).map((p) => p.ms)), idle: stats(probes.filter((p) => p.kind === 'custom' && !p.during).map((p) => p.ms)) },
   cpu_share_of_2_cores: Number(((cpu.user + cpu.system) / 1e6 / (wallS * Math.min(2, cpus().length))).toFixed(3)),
   cpu_share_maintenance: Number((refreshCpuUs / 1e6 / (wallS * Math.min(2, cpus().length))).toFixed(3)),
