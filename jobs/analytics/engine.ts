@@ -229,6 +229,8 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
       await this.conn.run('ROLLBACK').catch(() => {});
       // the refresh may have added the new mids to the in-memory index: rebuild it from the committed watermark
       this.mids = await loadMids(db, this.mark.watermark);
+      // the venue rows that arrived meanwhile are in the log: refreshes that keep failing must not let it grow
+      await this.checkpoint();
       throw e;
     }
     this.current = { version: this.current.version + 1, asOf: this.mark.asOf, builtAt: new Date(), watermark: this.mark.watermark };

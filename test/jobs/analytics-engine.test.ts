@@ -204,7 +204,7 @@ it('the checkpoint comes after the publish: the commit leaves the refresh in the
     engine.on('checkpointed', (p) => checkpointed.push(p.version));
     let walAtPublish = -1;
     engine.on('published', () => (walAtPublish = walBytes()));
-    const batches = fc.sample(batchArb(t0), { numRuns: 2, seed: 5 });
+    const batches = fc.sample(batchArb(t0), { numRuns: 3, seed: 5 });
 
     // the live tail's commit does not checkpoint either (automatic checkpoints are off while the engine runs)
     await writeBatch(conn, batches[0]!.rows);
@@ -237,6 +237,18 @@ it('the checkpoint comes after the publish: the commit leaves the refresh in the
     expect(walBytes()).toBe(0);
     expect(checkpointed).toEqual([seen.v, seen.v + 1]);
     expect((await snapshot()).v).toBe(seen.v + 1);
+
+    // a refresh that fails still writes out the venue rows that arrived (refreshes failing on end would let the log grow)
+    await writeBatch(conn, batches[2]!.rows);
+    await conn.run('ALTER TABLE a_horizon_fills RENAME TO a_horizon_fills_away');
+    expect(walBytes()).toBeGreaterThan(0);
+    now = START + Math.max(batches[2]!.asOf, now - START + HOUR);
+    await expect(engine.refreshNow()).rejects.toThrow();
+    expect(walBytes()).toBe(0);
+    expect(checkpointed).toEqual([seen.v, seen.v + 1, seen.v + 1]);
+    await conn.run('ALTER TABLE a_horizon_fills_away RENAME TO a_horizon_fills');
+    await engine.refreshNow();
+    expect(checkpointed).toEqual([seen.v, seen.v + 1, seen.v + 1, seen.v + 2]);
 
     await engine.stop();
     // the database's own setting is back: its commits checkpoint on their own again
