@@ -247,8 +247,8 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
    * transaction that began before the last commit is open (a request that started before the publish: its snapshot
    * may need the rows the checkpoint would drop). Those end within a request's time (a stream's snapshot within
    * 30 s), and requests that begin after the publish do not stand in the way, so it tries again until they have
-   * ended. `FORCE CHECKPOINT` would wait too, but hold every new
-   * transaction back meanwhile: every request would wait for the slowest one.
+   * ended. `FORCE CHECKPOINT` would wait too, but hold every new transaction back meanwhile: every request would wait
+   * for the slowest one.
    */
   private async checkpoint(): Promise<number | null> {
     const t = performance.now();
