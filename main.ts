@@ -530,6 +530,10 @@ else if (!builds || env.LIVE_TAIL === 'on') {
       console.log(`  analytics v${p.version} as of ${p.asOf.toISOString()}: ${r.new_legs} new legs, ${r.positions} positions, ${r.wallets} wallets in ${r.total_seconds.toFixed(1)} s (${steps})`);
     }
   });
+  // the checkpoint after a publish (the version is served meanwhile): an operator sees what it costs
+  if (builds) engine.on('checkpointed', (p, seconds) => {
+    if (seconds >= 1) console.log(`  analytics v${p.version}: log checkpointed in ${seconds.toFixed(1)} s`);
+  });
   if (builds) engine.start(env.ANALYTICS_REFRESH_MS);
   const feedSync = builds ? startResolutionFeedSync({ db: apiDb, feed: resolutionFeed, log: (m) => console.log(`  ${m}`) }) : undefined;
   const purge = setInterval(() => void accounts.purgeExpired(Date.now()).catch((e: Error) => console.error(`  accounts: purge failed: ${e.message}`)), 3600_000);
