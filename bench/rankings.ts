@@ -16,7 +16,8 @@ import { resolve } from 'node:path';
 import { METRIC_IDS, PRESETS, RankingConfig, breakdownIdsFor, buildBoards, customRanking, presetRanking } from '../core/rankings.ts';
 import { openDuckDB, queryRows, sqlString } from '../data/duckdb.ts';
 import { duckRunner } from '../data/runner.ts';
-import { RankingEngine, VersionRanker, loadRankColumns } from '../core/ranking-engine.ts';
+import { RankingEngine, VersionRanker } from '../core/ranking-engine.ts';
+import { loadRankColumns } from '../core/rank-columns.ts';
 
 const { values } = parseArgs({ options: { source: { type: 'string' }, copies: { type: 'string' }, runs: { type: 'string' } } });
 const source = resolve(values.source ?? 'var/demo-analytics.duckdb');

@@ -16,7 +16,7 @@ import { z } from 'zod';
 import { loadMids } from '../core/analytics/build.ts';
 import { refresh, venueWatermark } from '../core/analytics/refresh.ts';
 import type { ColumnarRunner } from '../core/query.ts';
-import { loadRankingEngine } from '../core/ranking-engine.ts';
+import { loadRankingEngine } from '../core/ranking-boards.ts';
 import { ensureWalletLinks } from '../core/rankings.ts';
 import { openDuckDB, queryRows } from '../data/duckdb.ts';
 import { LiveTail } from '../data/live-tail/tail.ts';

@@ -15,13 +15,15 @@
  *     percentiles are lookups too.
  *
  * It computes what boardSql (core/rankings.ts, the SQL definition) computes; test/core/ranking-engine.test.ts holds
- * the two equal on random configs. Pure: no I/O; the caller loads the columns (rankingColumnsSql) and reads the
- * display fields of the page's rows.
+ * the two equal on random configs. Pure: no I/O; the caller loads the columns (core/rank-columns.ts) and reads the
+ * display fields of the page's rows. Its orders are core/ranking-orders.ts's; the stored boards it scores,
+ * core/ranking-boards.ts.
  */
-import { GATE_FIELDS, METRIC_IDS, METRICS, PRESETS, ROW_COLUMNS, RankingConfig, type ExplainCounts, type GateField, type MetricId, type Ranker } from './rankings.ts';
-import type { AsOf, ColumnarRunner } from './query.ts';
+import { METRIC_IDS, METRICS, RankingConfig, type ExplainCounts, type MetricId, type Ranker } from './rankings.ts';
 import { SMART_MONEY_TAGS } from './tags.ts';
 import { drain, drainPausing, yieldToEventLoop } from './steps.ts';
+import type { RankColumns } from './rank-columns.ts';
+import { boardOrderSteps, indexOfSorted, metricOrders } from './ranking-orders.ts';
 
 const DAY_US = 86_400_000_000;
 /** Rows per onRows call of a board (a writer's loop over them holds the event loop ~10 ms) */
@@ -30,90 +32,9 @@ const BOARD_SLICE_ROWS = 25_000;
 const PERCENTILE_SLICE_ROWS = 1 << 19;
 /** Positions of a metric's order per step of its rank keys */
 const RANK_KEY_SLICE = 1 << 19;
-/** Rows per step of an order's placement (sortedMeasuredSteps: a binary search per row) */
-export const ORDER_SLICE_ROWS = 1 << 19;
 
 /** A board's rows in rank order, a slice at a time: row indexes, composites, every metric's percentiles. */
 export type BoardRows = (rows: Int32Array, composite: Float64Array, pct: Partial<Record<MetricId, Float64Array>>, firstRank: number) => void;
-
-/** SQL (a SELECT over a_rank_base) of every column the engine reads, in wallet order. */
-export function rankingColumnsSql(base = 'a_rank_base', where = 'true'): string {
-  const metricCols = METRIC_IDS.map((id) => {
-    const m = METRICS[id];
-    return `coalesce((${m.measured}), false) AS "ms_${id}", coalesce((${m.value})::DOUBLE, 'NaN'::DOUBLE) AS "val_${id}"`;
-  });
-  const gateCols = (Object.keys(GATE_FIELDS) as GateField[]).map((f) => `coalesce((${GATE_FIELDS[f].sql})::DOUBLE, 'NaN'::DOUBLE) AS "gate_${f}"`);
-  const tags = SMART_MONEY_TAGS.map((t, i) => `CASE WHEN list_contains(smart_money_tags, '${t}') THEN ${1 << i} ELSE 0 END`).join(' + ');
-  return `SELECT wallet_id,
-      coalesce(trade_count, 0)::DOUBLE AS trade_count, coalesce(epoch_us(last_trade_at)::DOUBLE, 'NaN'::DOUBLE) AS last_trade_us,
-      coalesce(list_position(${categoriesListSql(base, where)}, best_category) - 1, -1)::INTEGER AS category_code,
-      coalesce(lifetime_volume_usdc, 'NaN'::DOUBLE) AS lifetime_volume_usdc,
-      (${tags})::INTEGER AS tag_bits, coalesce(cluster_size, 1)::INTEGER AS cluster_size,
-      ${[...metricCols, ...gateCols].join(',\n      ')}
-    FROM ${base} WHERE trade_count > 0 AND (${where}) ORDER BY wallet_id`;
-}
-
-/** SQL of the best categories present, as a sorted list (their codes are positions in it). */
-export function categoriesListSql(base = 'a_rank_base', where = 'true'): string {
-  return `(SELECT coalesce(list(DISTINCT best_category ORDER BY best_category), []) FROM ${base} WHERE best_category IS NOT NULL AND trade_count > 0 AND (${where}))`;
-}
-
-/** The first index in sorted[0, n) whose value is not below v (n when none). */
-export function lowerBound(sorted: ArrayLike<number>, v: number, n = sorted.length): number {
-  let lo = 0;
-  let hi = n;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (sorted[mid]! < v) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-/** The index of v in a sorted array of distinct values, or -1. */
-export function indexOfSorted(sorted: ArrayLike<number>, v: number): number {
-  const i = lowerBound(sorted, v);
-  return i < sorted.length && sorted[i] === v ? i : -1;
-}
-
-/**
- * User codes of rows in wallet order: rows of one linked user share a code (the row of its first wallet); every
- * other row is its own user (code = its row). Only equality of codes matters to the engine.
- */
-export function userCodes(walletId: Int32Array, links: ReadonlyMap<number, string>): Int32Array {
-  const code = new Int32Array(walletId.length);
-  for (let i = 0; i < code.length; i++) code[i] = i;
-  const rowOf = (w: number) => indexOfSorted(walletId, w);
-  const first = new Map<string, number>();
-  const rows = [...links].map(([w, u]) => [rowOf(w), u] as const).filter(([r]) => r >= 0).sort((a, b) => a[0] - b[0]);
-  for (const [r, u] of rows) {
-    const f = first.get(u);
-    if (f === undefined) first.set(u, r);
-    else code[r] = f;
-  }
-  return code;
-}
-
-/** The rank base as columns (row i is the i-th wallet in wallet order). NaN stands for SQL NULL. */
-export interface RankColumns {
-  n: number;
-  walletId: Int32Array;
-  /** users: rows of one user share a code (a wallet without a user is its own user): userCodes(walletId, links) */
-  userCode: Int32Array;
-  /** wallet id -> its linked user (wallet_links), for the rows' wallets that have one */
-  links: Map<number, string>;
-  tradeCount: Float64Array;
-  lastTradeUs: Float64Array;
-  bestCategory: Int32Array;
-  categories: string[];
-  volume: Float64Array;
-  tagBits: Int32Array;
-  clusterSize: Int32Array;
-  measured: Record<MetricId, Uint8Array>;
-  value: Record<MetricId, Float64Array>;
-  gate: Record<GateField, Float64Array>;
-}
-
 
 /** A ranked page: row indices in rank order with their composite and breakdown percentiles. */
 export interface RankedPage {
@@ -862,83 +783,6 @@ export class VersionRanker implements Ranker {
   }
 }
 
-/** Every metric's measured rows in value order (what a RankingEngine walks for percentiles). */
-export function metricOrders(cols: RankColumns): Record<MetricId, Int32Array> {
-  return Object.fromEntries(METRIC_IDS.map((id) => [id, sortedMeasured(cols.measured[id], cols.value[id])])) as Record<MetricId, Int32Array>;
-}
-
-/**
- * Indices of measured rows sorted by value ascending, ties in row order: the keys are sorted natively (a typed
- * array sort), then each row goes to the first free slot of its key's run (a binary search): O(n log n) without a
- * comparator call per pair.
- */
-export function sortedMeasured(measured: Uint8Array, value: Float64Array): Int32Array {
-  // drained here, not by drain(): a worker runs this source with sortedMeasuredSteps' beside it (rank-orders.ts)
-  const steps = sortedMeasuredSteps(measured, value, ORDER_SLICE_ROWS);
-  let r = steps.next();
-  while (!r.done) r = steps.next();
-  return r.value;
-}
-
-/** sortedMeasured in steps: the keys, their sort (one native call), the rows placed a slice at a time. */
-export function* sortedMeasuredSteps(measured: Uint8Array, value: Float64Array, slice = ORDER_SLICE_ROWS): Generator<void, Int32Array> {
-  const ok = (i: number) => measured[i] === 1 && !Number.isNaN(value[i]!);
-  let n = 0;
-  for (let i = 0; i < measured.length; i++) if (ok(i)) n++;
-  const keys = new Float64Array(n);
-  let k = 0;
-  for (let i = 0; i < measured.length; i++) if (ok(i)) keys[k++] = value[i]!;
-  yield;
-  keys.sort();
-  yield;
-  const taken = new Int32Array(n);
-  const idx = new Int32Array(n);
-  for (let a = 0; a < measured.length; a += slice) {
-    for (let i = a; i < Math.min(measured.length, a + slice); i++) {
-      if (!ok(i)) continue;
-      const lo = lowerBound(keys, value[i]!);
-      idx[lo + taken[lo]!++] = i;
-    }
-    yield;
-  }
-  return idx;
-}
-
-/**
- * The rows whose composite is not NaN in board order (score's `before`: `key` best first, NaN keys last, ties by row,
- * which is wallet order), without a comparator call per pair: the keys (negated when descending) go through
- * sortedMeasured's native sort, then the NaN keys follow in row order. A comparator sort of 2.8M rows took seconds
- * per preset.
- */
-export function boardOrder(composite: Float64Array, key: Float64Array, desc: boolean): Int32Array {
-  return drain(boardOrderSteps(composite, key, desc));
-}
-
-/** boardOrder in steps (sortedMeasuredSteps' and the keys' own). */
-export function* boardOrderSteps(composite: Float64Array, key: Float64Array, desc: boolean, slice = ORDER_SLICE_ROWS): Generator<void, Int32Array> {
-  const n = composite.length;
-  const keyed = new Uint8Array(n);
-  const value = new Float64Array(n);
-  let total = 0;
-  let nulls = 0;
-  for (let i = 0; i < n; i++) {
-    if (Number.isNaN(composite[i]!)) continue;
-    total++;
-    const k = key[i]!;
-    if (Number.isNaN(k)) nulls++;
-    else {
-      keyed[i] = 1;
-      value[i] = desc ? -k : k;
-    }
-  }
-  const out = new Int32Array(total);
-  yield;
-  out.set(yield* sortedMeasuredSteps(keyed, value, slice));
-  let at = total - nulls;
-  if (nulls) for (let i = 0; i < n; i++) if (!Number.isNaN(composite[i]!) && Number.isNaN(key[i]!)) out[at++] = i;
-  return out;
-}
-
 /**
  * The first `k` gated rows in board order whose composite is not NaN, as positions among `gated` (ascending rows):
  * `composite` is the gated rows' (compact), `rowKey` the sort key by row, or null to sort by the composite; best
@@ -1010,145 +854,4 @@ function topK(gated: Int32Array, composite: Float64Array, rowKey: Float64Array |
       rootKey = push(at);
     }
   return Array.from(heap.subarray(0, size)).sort(before);
-}
-
-/**
- * Read the rank base into columns (one scan per wallet slice of ~1M rows); `where` (a condition on the base) reads
- * only some rows — a patch's changed wallets (core/ranking-patch.ts).
- */
-export async function loadRankColumns(db: ColumnarRunner, base = 'a_rank_base', opts: { shared?: boolean; where?: string } = {}): Promise<RankColumns> {
-  const where = opts.where ?? 'true';
-  const [meta] = await db.all<{ n: number; cats: string[] }>(`SELECT (SELECT count(*) FROM ${base} WHERE trade_count > 0 AND (${where})) AS n, ${categoriesListSql(base, where)} AS cats`);
-  const n = Number(meta?.n ?? 0);
-  // shared: the metric columns live in SharedArrayBuffers, so a worker thread can order them without a copy
-  const f64 = () => new Float64Array(n);
-  const sharedF64 = () => (opts.shared ? new Float64Array(new SharedArrayBuffer(8 * n)) : f64());
-  const sharedU8 = () => (opts.shared ? new Uint8Array(new SharedArrayBuffer(n)) : new Uint8Array(n));
-  const cols: RankColumns = {
-    n,
-    walletId: new Int32Array(n),
-    userCode: new Int32Array(n),
-    links: new Map(),
-    tradeCount: f64(),
-    lastTradeUs: f64(),
-    bestCategory: new Int32Array(n),
-    categories: [...((meta?.cats as unknown as string[]) ?? [])],
-    volume: f64(),
-    tagBits: new Int32Array(n),
-    clusterSize: new Int32Array(n),
-    measured: Object.fromEntries(METRIC_IDS.map((id) => [id, sharedU8()])) as Record<MetricId, Uint8Array>,
-    value: Object.fromEntries(METRIC_IDS.map((id) => [id, sharedF64()])) as Record<MetricId, Float64Array>,
-    gate: Object.fromEntries((Object.keys(GATE_FIELDS) as GateField[]).map((g) => [g, f64()])) as Record<GateField, Float64Array>,
-  };
-  let row = 0;
-  // the columns go to a table stored in wallet order; its wallet ids are read whole (they give the slice bounds),
-  // then the columns slice by slice, each a range scan (zone maps skip the rest; a scan returns rows in stored order)
-  await db.run(`CREATE OR REPLACE TEMP TABLE rank_columns AS ${rankingColumnsSql(base, where)}`);
-  await db.scan(`SELECT wallet_id::INTEGER AS wallet_id FROM rank_columns`, (b) => {
-    cols.walletId.set(b.int('wallet_id') as Int32Array, row);
-    row += b.n;
-  });
-  const slice = 1_000_000;
-  row = 0;
-  for (let off = 0; off < n; off += slice) {
-    const lo = cols.walletId[off]!;
-    const hi = off + slice < n ? `AND wallet_id < ${cols.walletId[off + slice]!}` : '';
-    await db.scan(`SELECT * EXCLUDE (wallet_id) FROM rank_columns WHERE wallet_id >= ${lo} ${hi}`, (b) => {
-      const copy = <T extends Int32Array | Float64Array | Uint8Array>(dst: T, src: ArrayLike<number>) => dst.set(src as never, row);
-      copy(cols.tradeCount, b.f64('trade_count'));
-      copy(cols.lastTradeUs, b.f64('last_trade_us'));
-      copy(cols.bestCategory, b.int('category_code'));
-      copy(cols.volume, b.f64('lifetime_volume_usdc'));
-      copy(cols.tagBits, b.int('tag_bits'));
-      copy(cols.clusterSize, b.int('cluster_size'));
-      for (const id of METRIC_IDS) {
-        copy(cols.measured[id], b.u8(`ms_${id}`));
-        copy(cols.value[id], b.f64(`val_${id}`));
-      }
-      for (const g of Object.keys(GATE_FIELDS) as GateField[]) copy(cols.gate[g], b.f64(`gate_${g}`));
-      row += b.n;
-    });
-  }
-  if (row !== n) throw new Error(`rank columns: read ${row} rows of ${n}`);
-  await db.run(`DROP TABLE IF EXISTS rank_columns`);
-  // users: the linked wallets only (few), grouped in memory instead of a sort of every row's user key
-  const linked = await db.all<{ wallet_id: number; user_id: string }>(
-    `SELECT wallet_id, linked_user_id AS user_id FROM ${base} WHERE linked_user_id IS NOT NULL AND trade_count > 0 AND (${where})`,
-  );
-  for (const l of linked) cols.links.set(Number(l.wallet_id), String(l.user_id));
-  cols.userCode = userCodes(cols.walletId, cols.links);
-  return cols;
-}
-
-/** How a caller computes the metric orders of loaded columns (a service: off its event loop). */
-export type OrdersOf = (cols: RankColumns) => Promise<Record<MetricId, Int32Array>>;
-
-/** A RankingEngine over the current a_rank_base (read on `db`, so inside its transaction). */
-export async function loadRankingEngine(db: ColumnarRunner, ordersOf?: OrdersOf): Promise<RankingEngine> {
-  const cols = await loadRankColumns(db, 'a_rank_base', { shared: ordersOf !== undefined });
-  return new RankingEngine(cols, ordersOf ? await ordersOf(cols) : metricOrders(cols));
-}
-
-/** The boards of the current a_rank_base: load its engine, score every preset with it; returns the engine. */
-export async function scoreBoards(db: ColumnarRunner, asOf: AsOf, ordersOf?: OrdersOf): Promise<RankingEngine> {
-  const engine = await loadRankingEngine(db, ordersOf);
-  await writeBoards(db, engine, asOf);
-  return engine;
-}
-
-/**
- * Score every preset into a_board and a_board_meta with the in-memory engine: the rows, columns and order boardSql
- * gives (core/rankings.ts buildBoards, the SQL definition; test/core/ranking-engine.test.ts holds them equal), at a
- * fraction of the cost: each preset is a few passes over the columns, then one join writes every preset's rows.
- */
-export async function writeBoards(db: ColumnarRunner, engine: RankingEngine, asOf: AsOf, pause: () => Promise<void> = yieldToEventLoop): Promise<void> {
-  await db.run(`CREATE OR REPLACE TABLE a_board_meta (preset VARCHAR, cohort_size BIGINT, gate_counts BIGINT[], scored BIGINT, total_rows BIGINT)`);
-  const pctCols = METRIC_IDS.map((id) => ({ name: `pct_${id}`, type: 'DOUBLE' as const }));
-  const columns = [
-    { name: 'preset_no', type: 'INTEGER' as const },
-    { name: 'wallet_id', type: 'INTEGER' as const },
-    { name: 'rank', type: 'INTEGER' as const },
-    { name: 'composite_score', type: 'DOUBLE' as const },
-    ...pctCols,
-  ];
-  const metricCols = METRIC_IDS.map((id) => `(${METRICS[id].measured}) AS ms_${id}, (${METRICS[id].value})::DOUBLE AS val_${id}, b.pct_${id}`);
-  const wallet = engine.cols.walletId;
-  // every preset's rows go to one narrow table, then one join with the wide rank base writes them all: a join per
-  // preset scanned the 2.8M-row rank base ten times (10-29 s each at full scale)
-  await db.run(`CREATE OR REPLACE TEMP TABLE board_rows (${columns.map((c) => `${c.name} ${c.type}`).join(', ')})`);
-  const w = await db.writer('board_rows', columns);
-  // between steps, also wait while the writer has many rows queued for the database (it stores them meanwhile)
-  const paced = async () => {
-    await w.ready?.();
-    await pause();
-  };
-  const meta: string[] = [];
-  for (const [presetNo, p] of PRESETS.entries()) {
-    const cfg = RankingConfig.parse(p.config);
-    // scored in steps, with a pause between them: a service answers requests meanwhile (scoring every preset at once
-    // held its event loop for 16 s at full scale)
-    const e = await drainPausing(engine.boardSteps(cfg, asOf.getTime() * 1000, (rows, composite, pct, firstRank) => {
-      const byMetric = METRIC_IDS.map((id) => pct[id]!);
-      for (let k = 0; k < rows.length; k++) {
-        w.set(0, presetNo);
-        w.set(1, wallet[rows[k]!]!);
-        w.set(2, firstRank + k);
-        w.set(3, composite[k]!);
-        for (let j = 0; j < byMetric.length; j++) {
-          const x = byMetric[j]![k]!;
-          w.set(4 + j, Number.isNaN(x) ? null : x);
-        }
-        w.next();
-      }
-    }), paced);
-    meta.push(`('${p.slug}', ${e.cohort}, [${e.counts.join(',')}]::BIGINT[], ${e.scored}, ${e.total})`);
-  }
-  await w.close();
-  await db.run(`INSERT INTO a_board_meta VALUES ${meta.join(', ')}`);
-  const slugs = `[${PRESETS.map((p) => `'${p.slug}'`).join(', ')}]`;
-  await db.run(`CREATE OR REPLACE TABLE a_board AS
-    SELECT ${slugs}[b.preset_no + 1] AS preset, b.rank, wallet_id, r.user_key, r.last_trade_at, r.best_category,
-      ${ROW_COLUMNS.map((c) => `r.${c}`).join(', ')}, ${metricCols.join(', ')}, b.composite_score
-    FROM board_rows b JOIN a_rank_base r USING (wallet_id) ORDER BY b.preset_no, b.rank`);
-  await db.run(`DROP TABLE IF EXISTS board_rows`);
 }

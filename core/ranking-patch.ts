@@ -8,7 +8,9 @@
  * Rows never leave the rank base (a wallet with a fill keeps it), so a patch only replaces and inserts rows.
  */
 import { METRIC_IDS, type GateField, type MetricId } from './rankings.ts';
-import { RankingEngine, sortedMeasured, userCodes, type RankColumns } from './ranking-engine.ts';
+import { RankingEngine } from './ranking-engine.ts';
+import { userCodes, type RankColumns } from './rank-columns.ts';
+import { sortedMeasured } from './ranking-orders.ts';
 import { drain } from './steps.ts';
 
 type Column = Int32Array | Float64Array | Uint8Array;

@@ -16,7 +16,8 @@
  */
 import { A_LEGS, CLUSTER_RULES, buildClusters } from '../clusters.ts';
 import { writeRankBase } from '../rankings.ts';
-import { scoreBoards, type OrdersOf, type RankingEngine } from '../ranking-engine.ts';
+import { scoreBoards, type OrdersOf } from '../ranking-boards.ts';
+import type { RankingEngine } from '../ranking-engine.ts';
 import { sharpCutoff } from '../tags.ts';
 import { tsLiteral, type AsOf, type ColumnarRunner, type RowWriter, type TableColumns, type ScanBatch, type SideRunner } from '../query.ts';
 import { RANKED_DEVIATES_SQL, WALLET_PCTILE_COLUMNS, writeCohortSql } from './cohort.ts';

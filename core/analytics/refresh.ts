@@ -32,7 +32,9 @@
  */
 import { A_LEGS, CLUSTER_RULES, refreshClusters } from '../clusters.ts';
 import { refreshRankBase, writeRankBase } from '../rankings.ts';
-import { loadRankColumns, loadRankingEngine, writeBoards, type OrdersOf, type RankingEngine } from '../ranking-engine.ts';
+import { loadRankColumns } from '../rank-columns.ts';
+import { loadRankingEngine, writeBoards, type OrdersOf } from '../ranking-boards.ts';
+import type { RankingEngine } from '../ranking-engine.ts';
 import { drainPausing, yieldToEventLoop } from '../steps.ts';
 import { patchSteps } from '../ranking-patch.ts';
 import { sharpCutoffSteps } from '../tags.ts';

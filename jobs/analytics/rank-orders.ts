@@ -7,7 +7,8 @@
  */
 import { Worker } from 'node:worker_threads';
 import { METRIC_IDS, type MetricId } from '../../core/rankings.ts';
-import { ORDER_SLICE_ROWS, lowerBound, metricOrders, sortedMeasured, sortedMeasuredSteps, type RankColumns } from '../../core/ranking-engine.ts';
+import type { RankColumns } from '../../core/rank-columns.ts';
+import { ORDER_SLICE_ROWS, lowerBound, metricOrders, sortedMeasured, sortedMeasuredSteps } from '../../core/ranking-orders.ts';
 
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');

@@ -6,7 +6,8 @@
  * A request whose version has no ranker loaded (yet) is ranked in SQL: same answer, slower.
  */
 import type { DuckDBInstance } from '@duckdb/node-api';
-import { RankingEngine, VersionRanker, loadRankColumns, type RankColumns } from '../../core/ranking-engine.ts';
+import { RankingEngine, VersionRanker } from '../../core/ranking-engine.ts';
+import { loadRankColumns, type RankColumns } from '../../core/rank-columns.ts';
 import type { Ranker, RankerSource } from '../../core/rankings.ts';
 import { queryRows } from '../../data/duckdb.ts';
 import { duckRunner } from '../../data/runner.ts';
