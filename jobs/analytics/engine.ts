@@ -39,7 +39,7 @@ export interface Published {
 
 export interface EngineEvents {
   published: [Published, RefreshReport | BuildReport];
-  /** the checkpoint after a publish (or after opening) ended: the version and the seconds it took */
+  /** a checkpoint ended (after a publish, after a failed refresh, on opening): the current version and its seconds */
   checkpointed: [Published, number];
   error: [Error];
 }
@@ -50,8 +50,15 @@ export interface EngineEvents {
  */
 export const ENGINE_CHECKPOINT_THRESHOLD = '1TB';
 
-/** How long the checkpoint after a publish waits for older transactions to end before it leaves the work to the next. */
-export const CHECKPOINT_PATIENCE_MS = 45_000;
+/**
+ * How long the checkpoint after a publish waits for older transactions to end before it leaves the work to the next
+ * (the next refresh waits for it: a short wait). After CHECKPOINT_SKIPS_BEFORE_WAITING skips in a row (a stream's
+ * snapshot, renewed every 30 s, can be older than every publish) it waits CHECKPOINT_LONG_PATIENCE_MS: longer than
+ * any snapshot is held, so the log is written out at least that often.
+ */
+export const CHECKPOINT_PATIENCE_MS = 5_000;
+export const CHECKPOINT_LONG_PATIENCE_MS = 45_000;
+export const CHECKPOINT_SKIPS_BEFORE_WAITING = 3;
 
 export interface EngineOptions {
   /** the venue clock: every refresh is as of this moment */
@@ -67,6 +74,8 @@ export interface EngineOptions {
   maxRefreshFills?: number;
   /** how long a checkpoint waits for transactions older than the publish: default CHECKPOINT_PATIENCE_MS */
   checkpointPatienceMs?: number;
+  /** and after CHECKPOINT_SKIPS_BEFORE_WAITING skips in a row: default CHECKPOINT_LONG_PATIENCE_MS */
+  checkpointLongPatienceMs?: number;
 }
 
 /**
@@ -127,6 +136,8 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
   private stopped = false;
   /** the database's automatic-checkpoint threshold before the engine turned it off, restored by stop() */
   private thresholdBefore: string | null = null;
+  /** checkpoints given up in a row (their changes wait in the log for the next) */
+  private checkpointSkips = 0;
   private readonly log: (m: string) => void;
 
   private constructor(
@@ -181,7 +192,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     return this.current;
   }
 
-  /** Refresh now (after any refresh in progress); resolves with the report once the new version is committed. */
+  /** Refresh now (after any refresh in progress); resolves with the report once the new version is committed and checkpointed. */
   refreshNow(): Promise<RefreshReport | BuildReport | null> {
     const run = this.running.then(() => this.refreshOnce());
     this.running = run.catch(() => undefined);
@@ -244,14 +255,18 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
   /**
    * Write the log into the database file; seconds it took (waits included), or null when it gave up (logged: the
    * version stands, and the next checkpoint writes these changes too). DuckDB refuses a checkpoint while a
-   * transaction that began before the last commit is open (a request that started before the publish: its snapshot
-   * may need the rows the checkpoint would drop). Those end within a request's time (a stream's snapshot within
-   * 30 s), and requests that begin after the publish do not stand in the way, so it tries again until they have
-   * ended. `FORCE CHECKPOINT` would wait too, but hold every new transaction back meanwhile: every request would wait
-   * for the slowest one.
+   * transaction is open that began before a commit that changed or deleted rows (a request that started before the
+   * publish: its snapshot may need the rows the checkpoint would drop); the live tail's appends do not count. Those
+   * requests end within a request's time (a stream's snapshot within 30 s), and requests that begin after the publish
+   * do not stand in the way, so it tries again for a while (the patience above). `FORCE CHECKPOINT` would wait too,
+   * but hold every new transaction back meanwhile: every request would wait for the slowest one.
    */
   private async checkpoint(): Promise<number | null> {
     const t = performance.now();
+    const patience =
+      this.checkpointSkips >= CHECKPOINT_SKIPS_BEFORE_WAITING
+        ? (this.opts.checkpointLongPatienceMs ?? CHECKPOINT_LONG_PATIENCE_MS)
+        : (this.opts.checkpointPatienceMs ?? CHECKPOINT_PATIENCE_MS);
     for (let wait = 25; ; wait = Math.min(2 * wait, 1000)) {
       try {
         await this.conn.run('CHECKPOINT');
@@ -259,16 +274,23 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
       } catch (e) {
         const message = (e as Error).message.split('\n')[0]!;
         const busy = /other (write )?transactions/i.test(message);
-        if (!busy || this.stopped || performance.now() - t > (this.opts.checkpointPatienceMs ?? CHECKPOINT_PATIENCE_MS)) {
-          this.log(`analytics: checkpoint skipped after ${((performance.now() - t) / 1000).toFixed(1)} s: ${message}`);
+        if (!busy || this.stopped || performance.now() - t > patience) {
+          this.checkpointSkips++;
+          this.log(`analytics: checkpoint skipped after ${((performance.now() - t) / 1000).toFixed(1)} s (${this.checkpointSkips} in a row): ${message}`);
           return null;
         }
         await new Promise((r) => setTimeout(r, wait));
       }
     }
+    this.checkpointSkips = 0;
     const seconds = Number(((performance.now() - t) / 1000).toFixed(3));
-    this.opts.onRefreshStep?.('checkpoint', seconds);
-    this.emit('checkpointed', this.current, seconds);
+    // a listener's error must not turn a published version (or a refresh's own error) into another failure
+    try {
+      this.opts.onRefreshStep?.('checkpoint', seconds);
+      this.emit('checkpointed', this.current, seconds);
+    } catch (e) {
+      this.log(`analytics: a checkpoint listener failed: ${(e as Error).message}`);
+    }
     return seconds;
   }
 
@@ -293,7 +315,10 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     if (this.timer) clearTimeout(this.timer);
     await this.running;
     // the database may stay open (the tail, the readers): its commits checkpoint on their own again
-    if (this.thresholdBefore) await this.conn.run(`SET checkpoint_threshold = '${this.thresholdBefore}'`).catch(() => {});
+    if (this.thresholdBefore)
+      await this.conn
+        .run(`SET checkpoint_threshold = '${this.thresholdBefore.replaceAll("'", "''")}'`)
+        .catch((e: Error) => this.log(`analytics: DuckDB's checkpoint threshold not restored (commits will not checkpoint on their own): ${e.message}`));
     this.conn.closeSync();
   }
 }
