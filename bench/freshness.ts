@@ -244,6 +244,9 @@ const [check] = await queryRows<{ fill_ts: Date; last_fill_ts: Date | null }>(
 const refreshes = publishes.map((x) => x.seconds);
 const stepNames = [...new Set(publishes.flatMap((x) => Object.keys(x.steps)))];
 const stepStats = Object.fromEntries(stepNames.map((k) => [k, { p50: pct(publishes.map((x) => x.steps[k] ?? 0), 0.5), max: pct(publishes.map((x) => x.steps[k] ?? 0), 1) }]));
+// the uncached presets over 100 ms, grouped by the moment each was sent
+const slowPresets = new Map<string, number[]>();
+for (const p of probes) if (p.kind === 'preset' && p.ms > 100) slowPresets.set(p.after, [...(slowPresets.get(p.after) ?? []), p.ms]);
 const out = {
   bench: 'freshness',
   venue: dbPath,
@@ -268,9 +271,7 @@ const out = {
   newest_fill_reflected: check ? check.last_fill_ts !== null && new Date(check.last_fill_ts).getTime() >= new Date(check.fill_ts).getTime() : null,
   preset_uncached_ms: { during_refresh: stats(probes.filter((p) => p.kind === 'preset' && p.during).map((p) => p.ms)), idle: stats(probes.filter((p) => p.kind === 'preset' && !p.during).map((p) => p.ms)) },
   // the uncached presets over 100 ms, by what had last happened when each was sent: where the tail comes from
-  preset_over_100ms_by_moment: Object.fromEntries(
-    [...new Set(probes.filter((p) => p.kind === 'preset' && p.ms > 100).map((p) => p.after))].map((k) => [k, stats(probes.filter((p) => p.kind === 'preset' && p.ms > 100 && p.after === k).map((p) => p.ms))]),
-  ),
+  preset_over_100ms_by_moment: Object.fromEntries([...slowPresets].map(([moment, ms]) => [moment, stats(ms)])),
   custom_ms: { during_refresh: stats(probes.filter((p) => p.kind === 'custom' && p.during).map((p) => p.ms)), idle: stats(probes.filter((p) => p.kind === 'custom' && !p.during).map((p) => p.ms)) },
   cpu_share_of_2_cores: Number(((cpu.user + cpu.system) / 1e6 / (wallS * Math.min(2, cpus().length))).toFixed(3)),
   cpu_share_maintenance: Number((refreshCpuUs / 1e6 / (wallS * Math.min(2, cpus().length))).toFixed(3)),

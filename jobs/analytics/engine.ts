@@ -26,7 +26,7 @@ import { fullBuild, loadMids, migrationSteps, type BuildReport } from '../../cor
 import type { MidIndex } from '../../core/analytics/mid-index.ts';
 import type { RankingEngine } from '../../core/ranking-engine.ts';
 import { refresh, refreshTarget, venueWatermark, type RefreshReport, type StateMark } from '../../core/analytics/refresh.ts';
-import { queryRows } from '../../data/duckdb.ts';
+import { queryRows, sqlString } from '../../data/duckdb.ts';
 import { metricOrdersOffThread } from './rank-orders.ts';
 import { duckRunner } from '../../data/runner.ts';
 
@@ -317,7 +317,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     // the database may stay open (the tail, the readers): its commits checkpoint on their own again
     if (this.thresholdBefore)
       await this.conn
-        .run(`SET checkpoint_threshold = '${this.thresholdBefore.replaceAll("'", "''")}'`)
+        .run(`SET checkpoint_threshold = ${sqlString(this.thresholdBefore)}`)
         .catch((e: Error) => this.log(`analytics: DuckDB's checkpoint threshold not restored (commits will not checkpoint on their own): ${e.message}`));
     this.conn.closeSync();
   }
