@@ -17,7 +17,8 @@ import { METRIC_IDS, PRESETS, RankingConfig, breakdownIdsFor, buildBoards, custo
 import { openDuckDB, queryRows, sqlString } from '../data/duckdb.ts';
 import { duckRunner } from '../data/runner.ts';
 import { RankingEngine, VersionRanker } from '../core/ranking-engine.ts';
-import { loadRankColumns } from '../core/rank-columns.ts';
+import { loadRankColumns, type RankColumns } from '../core/rank-columns.ts';
+import { patchSteps } from '../core/ranking-patch.ts';
 
 const { values } = parseArgs({ options: { source: { type: 'string' }, copies: { type: 'string' }, runs: { type: 'string' } } });
 const source = resolve(values.source ?? 'var/demo-analytics.duckdb');
@@ -128,6 +129,55 @@ for (const k of [3, 7, METRIC_IDS.length])
     }
     manyMetrics[`${k}_metrics_${gated ? 'gated' : 'whole_cohort'}`] = stats(ms);
   }
+// A service computes a version's patch and its boards between requests, a step at a time: the longest step is how
+// long a request can wait behind them. A patch with a refresh's usual delta (~45k rows) and with the ~1.9M rows a
+// refresh changes when moved mids move most wallets' P&L (every row's value nudged, so every order changes).
+function longestStep(steps: Generator<void, unknown>): { steps: number; longest_ms: number; total_ms: number } {
+  let longest = 0;
+  let n = 0;
+  const t = performance.now();
+  for (;;) {
+    const s = performance.now();
+    const r = steps.next();
+    longest = Math.max(longest, performance.now() - s);
+    n++;
+    if (r.done) break;
+  }
+  return { steps: n, longest_ms: Number(longest.toFixed(1)), total_ms: Math.round(performance.now() - t) };
+}
+function deltaOf(cols: RankColumns, rows: number): RankColumns {
+  const every = cols.n / rows;
+  const pick = Int32Array.from({ length: Math.min(rows, cols.n) }, (_, k) => Math.floor(k * every));
+  const take = <T extends Int32Array | Float64Array | Uint8Array>(a: T, f = (x: number) => x): T => {
+    const out = new (a.constructor as new (n: number) => T)(pick.length);
+    pick.forEach((r, k) => (out[k] = f(a[r]!)));
+    return out;
+  };
+  const nudge = (x: number) => x * 1.001 + 1e-6;
+  const picked = new Set(Array.from(pick, (r) => cols.walletId[r]!));
+  const links = new Map([...cols.links].filter(([w]) => picked.has(w)));
+  return {
+    n: pick.length,
+    walletId: take(cols.walletId),
+    userCode: take(cols.userCode),
+    links,
+    tradeCount: take(cols.tradeCount),
+    lastTradeUs: take(cols.lastTradeUs),
+    bestCategory: take(cols.bestCategory),
+    categories: cols.categories,
+    volume: take(cols.volume, nudge),
+    tagBits: take(cols.tagBits),
+    clusterSize: take(cols.clusterSize),
+    measured: Object.fromEntries(METRIC_IDS.map((id) => [id, take(cols.measured[id])])) as RankColumns['measured'],
+    value: Object.fromEntries(METRIC_IDS.map((id) => [id, take(cols.value[id], nudge)])) as RankColumns['value'],
+    gate: Object.fromEntries(Object.entries(cols.gate).map(([g, v]) => [g, take(v)])) as RankColumns['gate'],
+  };
+}
+const patchStepFigures: Record<string, ReturnType<typeof longestStep>> = {};
+for (const rows of [45_000, Math.round(cohort * 0.66)]) patchStepFigures[`delta_${rows}_rows`] = longestStep(patchSteps(ranker.engine, deltaOf(rankCols, rows)));
+const boardStepFigures: Record<string, ReturnType<typeof longestStep>> = {};
+for (const p of PRESETS) boardStepFigures[p.slug] = longestStep(ranker.engine.boardSteps(RankingConfig.parse(p.config), asOf.getTime() * 1000, () => {}));
+
 console.log(
   JSON.stringify(
     {
@@ -149,6 +199,8 @@ console.log(
       custom_in_memory_random_configs: stats(fast),
       custom_in_memory_rank_pass_only: stats(rankOnly),
       custom_in_memory_many_metrics: manyMetrics,
+      patch_steps: patchStepFigures,
+      board_steps: boardStepFigures,
       peak_rss_mb: Math.round(process.memoryUsage().rss / 2 ** 20),
     },
     null,

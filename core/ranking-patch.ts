@@ -10,12 +10,15 @@
 import { METRIC_IDS, type GateField, type MetricId } from './rankings.ts';
 import { RankingEngine } from './ranking-engine.ts';
 import { userCodes, type RankColumns } from './rank-columns.ts';
-import { sortedMeasured } from './ranking-orders.ts';
+import { sortedMeasuredSteps } from './ranking-orders.ts';
 import { drain } from './steps.ts';
 
 type Column = Int32Array | Float64Array | Uint8Array;
-/** Rows of an order merged per step (a power of two) */
-const MERGE_SLICE = 1 << 19;
+/**
+ * Rows of an order merged or placed per step (a power of two): each reads values at random rows, so a slice of 512k
+ * took 300-680 ms on a busy machine when a delta of 1.85M rows changed every order (bench:rankings' patch_steps)
+ */
+const MERGE_SLICE = 1 << 16;
 
 /** An empty column like `like` (shared memory when `like` is shared: a worker may read it). */
 function columnLike<T extends Column>(like: T, n: number): T {
@@ -128,7 +131,10 @@ export function* patchSteps(prev: RankingEngine, delta: RankColumns): Generator<
   const orders = {} as Record<MetricId, Int32Array>;
   for (const id of METRIC_IDS) {
     const a = prevOrders[id];
-    const b = sortedMeasured(delta.measured[id], delta.value[id]);
+    // in steps too: a refresh whose moved mids change most wallets' P&L patches with a delta of ~1.9M rows, whose
+    // order in one piece took 1.5 s (bench:rankings' patch_steps)
+    const b = yield* sortedMeasuredSteps(delta.measured[id], delta.value[id], MERGE_SLICE);
+    yield;
     let kept = 0;
     for (let k = 0; k < a.length; k++) if (oldToNew[a[k]!]! >= 0) kept++;
     yield;
