@@ -29,7 +29,7 @@ import { openDuckDB, queryRows } from '../data/duckdb.ts';
 import { LiveTail, type TailArrival } from '../data/live-tail/tail.ts';
 import { duckRunner } from '../data/runner.ts';
 import { createVenueViews, migrateVenue } from '../data/schema.ts';
-import { snapshotRunner } from '../data/snapshot-runner.ts';
+import { readersFirstPause, snapshotRunner } from '../data/snapshot-runner.ts';
 import { AnalyticsEngine, type Published } from '../jobs/analytics/engine.ts';
 import { RankerCache } from '../jobs/analytics/rankers.ts';
 import { startBenchApp } from './app.ts';
@@ -80,6 +80,8 @@ const engine = await AnalyticsEngine.open(instance, {
 });
 const openSeconds = (performance.now() - tOpen) / 1000;
 const apiDb = snapshotRunner(instance, { size: 8 });
+// as main.ts: the refresh's JavaScript steps let a request mid-way go first
+engine.setPause(readersFirstPause(apiDb));
 const rankers = new RankerCache(instance, 2, (m) => process.stderr.write(`${m}\n`));
 await rankers.refresh();
 

@@ -182,6 +182,8 @@ export class PublishedAnalytics extends EventEmitter<{ switched: [PublishedPoint
         self.als.run(e, () => e.runner.middleware(req, res, next));
       },
       stats: () => pick().runner.stats(),
+      // an API replica builds nothing: its readers wait for no builder, but the interface is the same
+      readersIdle: (maxWaitMs: number) => self.current.runner.readersIdle(maxWaitMs),
       close: () => void self.close(),
       version: () => self.current.version,
       instance: () => self.current.instance,

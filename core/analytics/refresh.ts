@@ -113,6 +113,8 @@ export interface RefreshOptions {
   previous?: RankingEngine;
   /** each step's name and seconds as it ends */
   onStep?: (name: string, seconds: number) => void;
+  /** the pause between the steps of its JavaScript computations (a service: readers first); default a turn of the loop */
+  pause?: () => Promise<void>;
 }
 
 /**
@@ -514,7 +516,8 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
 
   // --- cohort-wide
   const deviates = await rankedDeviates(db);
-  const sharpMinDeviate = await drainPausing(sharpCutoffSteps(deviates), yieldToEventLoop);
+  const pause = opts.pause ?? yieldToEventLoop;
+  const sharpMinDeviate = await drainPausing(sharpCutoffSteps(deviates), pause);
   // a day that closed moved every wallet's risk window: the cohort tables, the rank base and the engine are written
   // whole; otherwise only the rows that changed
   const incremental = daysClosed === 0;
@@ -536,9 +539,9 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     if (!incremental || !opts.previous) return loadRankingEngine(db, opts.ordersOf);
     const delta = await loadRankColumns(db, 'a_rank_base', { where: `wallet_id IN (SELECT wallet_id FROM rank_changed)` });
     // in steps, with the event loop let run between them (the service answers requests meanwhile)
-    return (await drainPausing(patchSteps(opts.previous, delta), yieldToEventLoop)).engine;
+    return (await drainPausing(patchSteps(opts.previous, delta), pause)).engine;
   });
-  await timed('boards', () => writeBoards(db, ranker, to.asOf));
+  await timed('boards', () => writeBoards(db, ranker, to.asOf, pause));
   const cutoff = Number.isFinite(sharpMinDeviate) ? String(sharpMinDeviate) : 'NULL';
   // the working tables live in the connection until dropped: at full scale they held gigabytes from one refresh to
   // the next (dirty_wallets stays: it is small and names the wallets this refresh recomputed)

@@ -76,6 +76,12 @@ export interface EngineOptions {
   checkpointPatienceMs?: number;
   /** and after CHECKPOINT_SKIPS_BEFORE_WAITING skips in a row: default CHECKPOINT_LONG_PATIENCE_MS */
   checkpointLongPatienceMs?: number;
+  /**
+   * the pause between a refresh's JavaScript steps (the patch, the boards, the sharp cut-off): a service that reads
+   * the same database gives readersFirstPause (data/snapshot-runner.ts), here or later by setPause. Default: a turn
+   * of the event loop
+   */
+  pause?: () => Promise<void>;
 }
 
 /**
@@ -139,6 +145,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
   /** checkpoints given up in a row (their changes wait in the log for the next) */
   private checkpointSkips = 0;
   private readonly log: (m: string) => void;
+  private pause: (() => Promise<void>) | undefined;
 
   private constructor(
     private readonly conn: DuckDBConnection,
@@ -147,6 +154,12 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
   ) {
     super();
     this.log = opts.log ?? (() => {});
+    this.pause = opts.pause;
+  }
+
+  /** The pause between a refresh's JavaScript steps from the next refresh on (a service: once its readers exist). */
+  setPause(pause: () => Promise<void>): void {
+    this.pause = pause;
   }
 
   /** Open the engine on its own connection of `instance`: resume the persisted state or build it. */
@@ -226,6 +239,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
           ordersOf: metricOrdersOffThread,
           previous: this.ranker ?? undefined,
           onStep: this.opts.onRefreshStep,
+          pause: this.pause,
         });
         // the commit is part of the latency a reader sees (it writes the log; the checkpoint comes after the publish)
         const c0 = performance.now();

@@ -8,7 +8,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { openDuckDB } from '../../data/duckdb.ts';
-import { snapshotRunner, type SnapshotRunner } from '../../data/snapshot-runner.ts';
+import { readersFirstPause, snapshotRunner, type SnapshotRunner } from '../../data/snapshot-runner.ts';
+import { drainPausing, yieldToEventLoop } from '../../core/steps.ts';
 
 let instance: DuckDBInstance;
 let writer: DuckDBConnection;
@@ -106,6 +107,67 @@ it('a long scope renews its snapshot after maxScopeMs (never pins an old version
     short.close();
   }
 });
+
+/** A builder's stepped computation: `n` steps, each holding the thread `ms`; when each step began. */
+function* busySteps(n: number, ms: number, began: number[]): Generator<void, void> {
+  for (let k = 0; k < n; k++) {
+    began.push(performance.now());
+    const until = performance.now() + ms;
+    while (performance.now() < until);
+    yield;
+  }
+}
+
+/** A request of `k` statements one after the other, each ~a few ms of DuckDB; when it began and ended. */
+async function multiStatementRequest(r: SnapshotRunner, k: number): Promise<{ from: number; to: number }> {
+  return r.scope(async () => {
+    const from = performance.now();
+    for (let i = 0; i < k; i++) await r.all(`SELECT sum(i) AS s FROM range(${300_000 + i}) t(i)`);
+    return { from, to: performance.now() };
+  });
+}
+
+it('readersFirstPause: a stepped computation lets a request mid-way finish before its next step, and still progresses', async () => {
+  const readers = snapshotRunner(instance, { size: 2, readerFreshMs: 400 });
+  try {
+    // the request starts while a step runs; with readers first, no other step starts until it has ended
+    const run = async (pause: () => Promise<void>) => {
+      const began: number[] = [];
+      const steps = drainPausing(busySteps(12, 40, began), pause);
+      await new Promise((r) => setTimeout(r, 10));
+      const req = await multiStatementRequest(readers, 6);
+      await steps;
+      return { req, during: began.filter((t) => t > req.from && t < req.to).length, ms: req.to - req.from };
+    };
+    const first = await run(readersFirstPause(readers, 1_000));
+    expect(first.during).toBe(0);
+    // the control: a plain turn of the loop between steps runs one while each statement is out, and the request
+    // waits for it every time
+    const plain = await run(yieldToEventLoop);
+    expect(plain.during).toBeGreaterThanOrEqual(3);
+    expect(plain.ms).toBeGreaterThan(first.ms);
+
+    // a reader that stays mid-request holds each step back `maxWaitMs` at most, and not once it is no longer fresh
+    let release!: () => void;
+    const held = readers.scope(() => new Promise<void>((r) => (release = r)));
+    expect(readers.stats().readers).toBe(1);
+    const t0 = performance.now();
+    await drainPausing(busySteps(5, 1, []), readersFirstPause(readers, 30));
+    const waited = performance.now() - t0;
+    expect(waited).toBeGreaterThanOrEqual(4 * 30);
+    expect(waited).toBeLessThan(400);
+    await new Promise((r) => setTimeout(r, 400 - waited + 20));
+    expect(readers.stats().readers).toBe(0);
+    const t1 = performance.now();
+    await drainPausing(busySteps(5, 1, []), readersFirstPause(readers, 30));
+    expect(performance.now() - t1).toBeLessThan(4 * 30);
+    release();
+    await held;
+    expect(readers.stats()).toMatchObject({ busy: 0, readers: 0 });
+  } finally {
+    readers.close();
+  }
+}, 30_000);
 
 it('over HTTP: the middleware gives each request one version while versions are published', async () => {
   const app = express();
