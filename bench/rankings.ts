@@ -8,7 +8,9 @@
  * time, and p50 / p95 / max of uncached preset rankings (plain and with overrides) and of custom rankings, in SQL
  * and through the in-memory ranker the service keeps per analytics version (its load time too). Custom configs
  * are random valid RankingConfigs (cohort filters, gates, weights, sorts, pages), the same for both paths; then
- * configs weighting 3, 7 and every metric, over the whole cohort and gated (in memory only).
+ * configs weighting 3, 7 and every metric, over the whole cohort and gated (in memory only). Last, the longest step of
+ * the computations a service runs between requests: a version's patch (`patch_steps`, a delta of 45k rows and one of
+ * two thirds of the cohort with every value moved) and each preset's board (`board_steps`).
  */
 import { parseArgs } from 'node:util';
 import { rm } from 'node:fs/promises';
