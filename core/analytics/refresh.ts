@@ -343,8 +343,8 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
         const x = sums[k]!;
         ALPHA_DUE_COLUMNS.forEach(([name], j) => w.set(j, x[name]));
         w.next();
-        // a pause every 64k rows: in a full-scale refresh where an hour's new mids moved 1.86M wallets' marks, these
-        // rows written in one piece held the service's loop 4 s (its garbage collection included)
+        // a pause every 64k rows: in a full-scale refresh (session 17) these rows, written in one piece, held the
+        // service's loop 4 s (its garbage collection included)
         if ((k & 0xffff) === 0xffff) await pause();
       }
       await w.close();
