@@ -147,36 +147,18 @@ function longestStep(steps: Generator<void, unknown>): { steps: number; longest_
   }
   return { steps: n, longest_ms: Number(longest.toFixed(1)), total_ms: Math.round(performance.now() - t) };
 }
-function deltaOf(cols: RankColumns, rows: number): RankColumns {
-  const every = cols.n / rows;
-  const pick = Int32Array.from({ length: Math.min(rows, cols.n) }, (_, k) => Math.floor(k * every));
-  const take = <T extends Int32Array | Float64Array | Uint8Array>(a: T, f = (x: number) => x): T => {
-    const out = new (a.constructor as new (n: number) => T)(pick.length);
-    pick.forEach((r, k) => (out[k] = f(a[r]!)));
-    return out;
-  };
-  const nudge = (x: number) => x * 1.001 + 1e-6;
-  const picked = new Set(Array.from(pick, (r) => cols.walletId[r]!));
-  const links = new Map([...cols.links].filter(([w]) => picked.has(w)));
-  return {
-    n: pick.length,
-    walletId: take(cols.walletId),
-    userCode: take(cols.userCode),
-    links,
-    tradeCount: take(cols.tradeCount),
-    lastTradeUs: take(cols.lastTradeUs),
-    bestCategory: take(cols.bestCategory),
-    categories: cols.categories,
-    volume: take(cols.volume, nudge),
-    tagBits: take(cols.tagBits),
-    clusterSize: take(cols.clusterSize),
-    measured: Object.fromEntries(METRIC_IDS.map((id) => [id, take(cols.measured[id])])) as RankColumns['measured'],
-    value: Object.fromEntries(METRIC_IDS.map((id) => [id, take(cols.value[id], nudge)])) as RankColumns['value'],
-    gate: Object.fromEntries(Object.entries(cols.gate).map(([g, v]) => [g, take(v)])) as RankColumns['gate'],
-  };
+// a delta as a refresh loads it (the changed rows of the rank base), every value moved so every order changes
+async function nudgedDelta(permille: number): Promise<RankColumns> {
+  const delta = await loadRankColumns(db, 'a_rank_base', { where: `hash(wallet_id) % 1000 < ${permille}` });
+  for (const v of [delta.volume, ...METRIC_IDS.map((id) => delta.value[id])]) for (let i = 0; i < delta.n; i++) v[i] = v[i]! * 1.001 + 1e-6;
+  return delta;
 }
 const patchStepFigures: Record<string, ReturnType<typeof longestStep>> = {};
-for (const rows of [45_000, Math.round(cohort * 0.66)]) patchStepFigures[`delta_${rows}_rows`] = longestStep(patchSteps(ranker.engine, deltaOf(rankCols, rows)));
+// ~45k rows (a usual refresh) and two thirds of the cohort (an hour's mids)
+for (const permille of [16, 660]) {
+  const delta = await nudgedDelta(permille);
+  patchStepFigures[`delta_${delta.n}_rows`] = longestStep(patchSteps(ranker.engine, delta));
+}
 const boardStepFigures: Record<string, ReturnType<typeof longestStep>> = {};
 for (const p of PRESETS) boardStepFigures[p.slug] = longestStep(ranker.engine.boardSteps(RankingConfig.parse(p.config), asOf.getTime() * 1000, () => {}));
 

@@ -134,7 +134,6 @@ export function* patchSteps(prev: RankingEngine, delta: RankColumns): Generator<
     // in steps too: a refresh whose moved mids change most wallets' P&L patches with a delta of ~1.9M rows, whose
     // order in one piece took 1.5 s (bench:rankings' patch_steps)
     const b = yield* sortedMeasuredSteps(delta.measured[id], delta.value[id], MERGE_SLICE);
-    yield;
     let kept = 0;
     for (let k = 0; k < a.length; k++) if (oldToNew[a[k]!]! >= 0) kept++;
     yield;
