@@ -26,7 +26,7 @@ import type { TailFill, TailResolution } from './data/live-tail/generator.ts';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import type { Server } from 'node:http';
 import { AnalyticsEngine } from './jobs/analytics/engine.ts';
-import { readersFirstPause, snapshotRunner } from './data/snapshot-runner.ts';
+import { snapshotRunner } from './data/snapshot-runner.ts';
 import { PublishedAnalytics, publishAnalytics, type PublishedPointer } from './data/published-analytics.ts';
 import { LocalFillBus, RedisFillBus, type FillBus } from './jobs/fill-bus.ts';
 import { healthOnlyApp, type HealthCheck } from './web-api/health.ts';
@@ -336,7 +336,7 @@ else if (!builds || env.LIVE_TAIL === 'on') {
     clock = venueNow;
     apiDb = snapshotRunner(instance, { size: 8 });
     // the refresh's JavaScript steps let a request mid-way go first (each of its statements would wait for a step)
-    engine.setPause(readersFirstPause(apiDb));
+    engine.setReaders(apiDb);
     // custom rankings in memory: the rank base of the latest versions, reloaded after each publish
     rankers = new RankerCache(instance, 2, log);
   }

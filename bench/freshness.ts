@@ -13,7 +13,9 @@
  * a second is listed with what happened last before it (a refresh step that ended, a publish).
  *
  *   npm run bench:freshness -- [--db PATH --wallets N --days D --seed S] [--rate 68] [--seconds 300]
- *        [--refresh-ms 0] [--probe-ms 250] [--memory-limit 5GB] [--warmup-refreshes 0]
+ *        [--refresh-ms 0] [--probe-ms 250] [--memory-limit 5GB] [--warmup-refreshes 0] [--across-commit on|off]
+ * --across-commit off: the refresh's commit runs alone, as before session 18 (requests that begin during it wait for
+ * DuckDB's commit lock), for a comparison on the same machine; the slow requests are grouped by moment ('commit').
  * --warmup-refreshes N: N refreshes right after the tail starts, reported apart and left out of the figures (a bench
  * venue ends a second before midnight: the first refresh closes a day for every open risk position, once a day).
  * Defaults: the demo venue of `npm start` (stop it first: it holds the DuckDB file). At full scale:
@@ -29,7 +31,7 @@ import { openDuckDB, queryRows } from '../data/duckdb.ts';
 import { LiveTail, type TailArrival } from '../data/live-tail/tail.ts';
 import { duckRunner } from '../data/runner.ts';
 import { createVenueViews, migrateVenue } from '../data/schema.ts';
-import { readersFirstPause, snapshotRunner } from '../data/snapshot-runner.ts';
+import { snapshotRunner } from '../data/snapshot-runner.ts';
 import { AnalyticsEngine, type Published } from '../jobs/analytics/engine.ts';
 import { RankerCache } from '../jobs/analytics/rankers.ts';
 import { startBenchApp } from './app.ts';
@@ -42,9 +44,11 @@ const Args = z.object({
   'probe-ms': z.coerce.number().int().min(10).default(250),
   'memory-limit': z.string().default('5GB'),
   'warmup-refreshes': z.coerce.number().int().min(0).default(0),
+  // 'off': the refresh commits alone, as before session 18 (a comparison on the same machine)
+  'across-commit': z.enum(['on', 'off']).default('on'),
 });
 const { values } = parseArgs({
-  options: Object.fromEntries(['db', 'wallets', 'days', 'seed', 'rate', 'seconds', 'refresh-ms', 'probe-ms', 'memory-limit', 'warmup-refreshes'].map((k) => [k, { type: 'string' as const }])),
+  options: Object.fromEntries(['db', 'wallets', 'days', 'seed', 'rate', 'seconds', 'refresh-ms', 'probe-ms', 'memory-limit', 'warmup-refreshes', 'across-commit'].map((k) => [k, { type: 'string' as const }])),
 });
 const a = Args.parse(values);
 const { venue, dbPath } = liveVenue(a);
@@ -80,8 +84,16 @@ const engine = await AnalyticsEngine.open(instance, {
 });
 const openSeconds = (performance.now() - tOpen) / 1000;
 const apiDb = snapshotRunner(instance, { size: 8 });
-// as main.ts: the refresh's JavaScript steps let a request mid-way go first
-engine.setPause(readersFirstPause(apiDb));
+// as main.ts: the refresh's JavaScript steps let a request mid-way go first, and its commit runs across read
+// transactions begun ahead of it
+engine.setReaders({
+  readersIdle: (ms) => apiDb.readersIdle(ms),
+  // the moment a request was sent: 'commit' while a refresh commits
+  acrossCommit: (commit) => {
+    lastEvent = 'commit';
+    return a['across-commit'] === 'on' ? apiDb.acrossCommit(commit) : commit();
+  },
+});
 const rankers = new RankerCache(instance, 2, (m) => process.stderr.write(`${m}\n`));
 await rankers.refresh();
 
@@ -249,12 +261,16 @@ const stepStats = Object.fromEntries(stepNames.map((k) => [k, { p50: pct(publish
 // the uncached presets over 100 ms, grouped by the moment each was sent
 const slowPresets = new Map<string, number[]>();
 for (const p of probes) if (p.kind === 'preset' && p.ms > 100) slowPresets.set(p.after, [...(slowPresets.get(p.after) ?? []), p.ms]);
+// the custom rankings over a second, the same way (their maximum was 19–25 s in every run of session 17)
+const slowCustoms = new Map<string, number[]>();
+for (const p of probes) if (p.kind === 'custom' && p.ms > 1000) slowCustoms.set(p.after, [...(slowCustoms.get(p.after) ?? []), p.ms]);
 const out = {
   bench: 'freshness',
   venue: dbPath,
   wallets: Number(summary!.wallets),
   fills_at_start: Number(summary!.fills),
   rate_fills_per_second: a.rate,
+  across_commit: a['across-commit'],
   seconds: Number(wallS.toFixed(1)),
   engine_open_seconds: Number(openSeconds.toFixed(1)),
   tail_fills: tail.stats().fills,
@@ -274,6 +290,9 @@ const out = {
   preset_uncached_ms: { during_refresh: stats(probes.filter((p) => p.kind === 'preset' && p.during).map((p) => p.ms)), idle: stats(probes.filter((p) => p.kind === 'preset' && !p.during).map((p) => p.ms)) },
   // the uncached presets over 100 ms, by what had last happened when each was sent: where the tail comes from
   preset_over_100ms_by_moment: Object.fromEntries([...slowPresets].map(([moment, ms]) => [moment, stats(ms)])),
+  custom_over_1s_by_moment: Object.fromEntries([...slowCustoms].map(([moment, ms]) => [moment, stats(ms)])),
+  // requests that began while a refresh committed, in a read transaction begun ahead of the commit (acrossCommit)
+  requests_on_transactions_begun_ahead: apiDb.stats().tookBegunAhead,
   custom_ms: { during_refresh: stats(probes.filter((p) => p.kind === 'custom' && p.during).map((p) => p.ms)), idle: stats(probes.filter((p) => p.kind === 'custom' && !p.during).map((p) => p.ms)) },
   cpu_share_of_2_cores: Number(((cpu.user + cpu.system) / 1e6 / (wallS * Math.min(2, cpus().length))).toFixed(3)),
   cpu_share_maintenance: Number((refreshCpuUs / 1e6 / (wallS * Math.min(2, cpus().length))).toFixed(3)),

@@ -184,6 +184,8 @@ export class PublishedAnalytics extends EventEmitter<{ switched: [PublishedPoint
       stats: () => pick().runner.stats(),
       // an API replica builds nothing: its readers wait for no builder, but the interface is the same
       readersIdle: (maxWaitMs: number) => self.current.runner.readersIdle(maxWaitMs),
+      // its files are written by no one: a commit here is the current file's runner's
+      acrossCommit: <T>(commit: () => Promise<T>) => self.current.runner.acrossCommit(commit),
       close: () => void self.close(),
       version: () => self.current.version,
       instance: () => self.current.instance,

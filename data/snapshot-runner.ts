@@ -14,6 +14,11 @@
  * - `readersIdle` waits (a while at most) until no reader is mid-request: the builder's JavaScript steps let requests
  *   go first (readersFirstPause), since each of a request's statements otherwise waits for the step running when it
  *   completes, and a preset ranking makes five or six.
+ * - `acrossCommit` runs the builder's COMMIT with read transactions begun just before it: DuckDB commits a large
+ *   transaction's changes under the lock every new transaction needs to start, and a request that began in that
+ *   stretch waited for it (session 17's slowest presets at full scale, 5.9 and 7.9 s, were sent during a commit). A
+ *   request that arrives meanwhile reads the version before the commit, as it would have a moment earlier; every
+ *   request after the commit reads the new one.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
@@ -42,12 +47,18 @@ export interface SnapshotRunner extends QueryRunner {
   /** Express-style middleware: one snapshot per request. */
   middleware: (req: unknown, res: { once(ev: 'finish' | 'close', f: () => void): unknown }, next: () => void) => void;
   /** Connections currently open (pool size) and lent out; readers mid-request (readersIdle waits for them). */
-  stats(): { open: number; busy: number; waiting: number; readers: number };
+  stats(): { open: number; busy: number; waiting: number; readers: number; begunAhead: number; tookBegunAhead: number };
   /**
    * Resolves once no reader is mid-request — no scope begun less than READER_FRESH_MS ago is still open and no
    * statement outside a scope runs — or after `maxWaitMs`, whichever comes first.
    */
   readersIdle(maxWaitMs: number): Promise<void>;
+  /**
+   * Run a writer's commit with the pool's free connections in read transactions begun before it: scopes that start
+   * while it runs take one (they read the version before the commit); those left are ended once it settles, before
+   * this resolves (a transaction older than the commit would hold back the checkpoint after it).
+   */
+  acrossCommit<T>(commit: () => Promise<T>): Promise<T>;
   close(): void;
 }
 
@@ -73,6 +84,9 @@ export function snapshotRunner(instance: DuckDBInstance, opts: SnapshotRunnerOpt
   // readers mid-request: the open scopes, and the statements running outside any scope
   const scopes = new Set<Scope>();
   let loose = 0;
+  // connections in a read transaction begun ahead of a writer's commit (acrossCommit), and how many scopes took one
+  let begunAhead: DuckDBConnection[] = [];
+  let tookBegunAhead = 0;
   const readers = (now: number): number => {
     let n = loose;
     for (const s of scopes) if (now - s.begunAt < readerFreshMs) n++;
@@ -123,6 +137,12 @@ export function snapshotRunner(instance: DuckDBInstance, opts: SnapshotRunnerOpt
 
   async function snapshotConn(s: Scope): Promise<DuckDBConnection> {
     if (s.conn && Date.now() - s.openedAt > maxScopeMs) await endSnapshot(s);
+    if (!s.conn && begunAhead.length) {
+      s.conn = begunAhead.pop()!;
+      busy++;
+      tookBegunAhead++;
+      s.openedAt = Date.now();
+    }
     if (!s.conn) {
       const c = await acquire();
       try {
@@ -202,12 +222,47 @@ export function snapshotRunner(instance: DuckDBInstance, opts: SnapshotRunnerOpt
       res.once('close', done);
       als.run(s, next);
     },
-    stats: () => ({ open, busy, waiting: waiters.length, readers: readers(performance.now()) }),
+    stats: () => ({ open, busy, waiting: waiters.length, readers: readers(performance.now()), begunAhead: begunAhead.length, tookBegunAhead }),
     async readersIdle(maxWaitMs) {
       // polled each millisecond: a request's statements follow one another within one turn of the loop, so a
       // notification at the moment one ends would wake the builder before the next begins
       const until = performance.now() + maxWaitMs;
       while (readers(performance.now()) > 0 && performance.now() < until) await new Promise((r) => setTimeout(r, 1));
+    },
+    async acrossCommit(commit) {
+      // the pool's free connections, opened up to its size, each in a read transaction that has started on the
+      // database (BEGIN alone starts it lazily, at the first statement: which would wait for the commit's lock)
+      const ahead: DuckDBConnection[] = [];
+      try {
+        while (!closed && waiters.length === 0 && (idle.length || open < size)) {
+          const c = await acquire();
+          busy--;
+          try {
+            await c.run('BEGIN TRANSACTION');
+            await c.run('SELECT 1 FROM information_schema.schemata LIMIT 1');
+            ahead.push(c);
+          } catch {
+            await c.run('ROLLBACK').catch(() => {});
+            busy++;
+            release(c);
+            break;
+          }
+        }
+      } catch {
+        // no connection could be opened: the commit runs without
+      }
+      begunAhead = ahead;
+      try {
+        return await commit();
+      } finally {
+        const left = begunAhead;
+        begunAhead = [];
+        for (const c of left) {
+          await c.run('COMMIT').catch(() => c.run('ROLLBACK').catch(() => {}));
+          busy++;
+          release(c);
+        }
+      }
     },
     close() {
       closed = true;

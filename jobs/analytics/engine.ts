@@ -29,6 +29,7 @@ import { refresh, refreshTarget, venueWatermark, type RefreshReport, type StateM
 import { queryRows, sqlString } from '../../data/duckdb.ts';
 import { metricOrdersOffThread } from './rank-orders.ts';
 import { duckRunner } from '../../data/runner.ts';
+import { readersFirstPause, type SnapshotRunner } from '../../data/snapshot-runner.ts';
 
 export interface Published {
   version: number;
@@ -78,10 +79,16 @@ export interface EngineOptions {
   checkpointLongPatienceMs?: number;
   /**
    * the pause between a refresh's JavaScript steps (the patch, the boards, the sharp cut-off): a service that reads
-   * the same database gives readersFirstPause (data/snapshot-runner.ts), here or later by setPause. Default: a turn
+   * the same database gives readersFirstPause (data/snapshot-runner.ts), here or later by setReaders. Default: a turn
    * of the event loop
    */
   pause?: () => Promise<void>;
+  /**
+   * how a refresh's COMMIT runs: a service whose readers share the database gives their acrossCommit
+   * (data/snapshot-runner.ts), so that requests arriving meanwhile do not wait for the commit's lock; here or later by
+   * setReaders. Default: the commit alone
+   */
+  acrossCommit?: <T>(commit: () => Promise<T>) => Promise<T>;
 }
 
 /**
@@ -146,6 +153,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
   private checkpointSkips = 0;
   private readonly log: (m: string) => void;
   private pause: (() => Promise<void>) | undefined;
+  private acrossCommit: <T>(commit: () => Promise<T>) => Promise<T>;
 
   private constructor(
     private readonly conn: DuckDBConnection,
@@ -155,11 +163,16 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     super();
     this.log = opts.log ?? (() => {});
     this.pause = opts.pause;
+    this.acrossCommit = opts.acrossCommit ?? ((commit) => commit());
   }
 
-  /** The pause between a refresh's JavaScript steps from the next refresh on (a service: once its readers exist). */
-  setPause(pause: () => Promise<void>): void {
-    this.pause = pause;
+  /**
+   * The readers of the same database, from the next refresh on (a service: once they exist): its JavaScript steps
+   * let them go first (readersFirstPause), and its commit runs across their read transactions (acrossCommit).
+   */
+  setReaders(readers: Pick<SnapshotRunner, 'readersIdle' | 'acrossCommit'>): void {
+    this.pause = readersFirstPause(readers);
+    this.acrossCommit = (commit) => readers.acrossCommit(commit);
   }
 
   /** Open the engine on its own connection of `instance`: resume the persisted state or build it. */
@@ -232,6 +245,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
         this.mids = built.mids;
         this.mark = { asOf, watermark: built.watermark };
         this.ranker = built.ranker ?? null;
+        this.announce(built);
         report = built;
       } else {
         const to = await refreshTarget(db, this.mark, asOf, await venueWatermark(db), this.opts.maxRefreshFills);
@@ -241,13 +255,18 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
           onStep: this.opts.onRefreshStep,
           pause: this.pause,
         });
-        // the commit is part of the latency a reader sees (it writes the log; the checkpoint comes after the publish)
-        const c0 = performance.now();
-        await this.conn.run('COMMIT');
-        refreshed.seconds.commit = Number(((performance.now() - c0) / 1000).toFixed(3));
-        this.opts.onRefreshStep?.('commit', refreshed.seconds.commit);
-        this.mark = to;
-        this.ranker = refreshed.ranker ?? null;
+        // the commit is part of the latency a reader sees (it writes the log; the checkpoint comes after the publish);
+        // the version is announced before the readers' transactions begun ahead of it end: a request that begins
+        // after them reads it, and the listeners (the custom rankings' ranker) have it by then
+        await this.acrossCommit(async () => {
+          const c0 = performance.now();
+          await this.conn.run('COMMIT');
+          refreshed.seconds.commit = Number(((performance.now() - c0) / 1000).toFixed(3));
+          this.opts.onRefreshStep?.('commit', refreshed.seconds.commit);
+          this.mark = to;
+          this.ranker = refreshed.ranker ?? null;
+          this.announce(refreshed);
+        });
         report = refreshed;
       }
     } catch (e) {
@@ -258,12 +277,16 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
       await this.checkpoint();
       throw e;
     }
-    this.current = { version: this.current.version + 1, asOf: this.mark.asOf, builtAt: new Date(), watermark: this.mark.watermark };
-    this.emit('published', this.current, report);
     // off the publish path: readers already see the version; they go on reading while it runs, the tail's commits wait
     const seconds = await this.checkpoint();
     if (seconds !== null) report.seconds.checkpoint = seconds;
     return report;
+  }
+
+  /** The committed state is the next version: said to the listeners. */
+  private announce(report: RefreshReport | BuildReport): void {
+    this.current = { version: this.current.version + 1, asOf: this.mark.asOf, builtAt: new Date(), watermark: this.mark.watermark };
+    this.emit('published', this.current, report);
   }
 
   /**

@@ -5,6 +5,9 @@
  */
 import express from 'express';
 import type { AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { openDuckDB } from '../../data/duckdb.ts';
@@ -198,3 +201,64 @@ it('over HTTP: the middleware gives each request one version while versions are 
   for (let i = 0; i < 100 && db.stats().busy > 0; i++) await new Promise((r) => setTimeout(r, 20));
   expect(db.stats()).toMatchObject({ busy: 0, waiting: 0 });
 }, 60_000);
+
+it('acrossCommit: requests that start while a writer commits read in transactions begun before the commit, and none is left open once it resolves', async () => {
+  // a database file: a checkpoint is refused while a transaction older than a commit that deleted rows is open
+  const dir = mkdtempSync(join(tmpdir(), 'across-commit-'));
+  const { instance: fileDb, conn: w } = await openDuckDB({ path: join(dir, 'a.duckdb'), threads: 2 });
+  const r = snapshotRunner(fileDb, { size: 3 });
+  const other = await fileDb.connect();
+  try {
+    await w.run(`CREATE TABLE meta (version INTEGER)`);
+    await w.run(`INSERT INTO meta VALUES (1)`);
+    await w.run(`CREATE TABLE big AS SELECT i FROM range(300000) t(i)`);
+    await w.run('CHECKPOINT');
+    const readVersion = () => r.scope(async () => (await r.all<{ version: number }>(`SELECT version FROM meta`))[0]!.version);
+    const changeAndBegin = async (v: number) => {
+      await w.run('BEGIN TRANSACTION');
+      await w.run(`UPDATE meta SET version = ${v}`);
+      await w.run(`DELETE FROM big WHERE i % ${v} = 0`);
+    };
+
+    // the control: a read transaction begun before a commit that deleted rows, still open, makes the checkpoint refuse
+    await changeAndBegin(2);
+    await other.run('BEGIN TRANSACTION');
+    await other.run('SELECT count(*) FROM big');
+    await w.run('COMMIT');
+    await expect(w.run('CHECKPOINT')).rejects.toThrow(/other (write )?transactions/i);
+    await other.run('COMMIT');
+    await w.run('CHECKPOINT');
+
+    await changeAndBegin(3);
+    let aheadAtCommit = -1;
+    const during: Promise<number>[] = [];
+    await r.acrossCommit(async () => {
+      aheadAtCommit = r.stats().begunAhead;
+      // two requests arrive as the commit starts: each takes a transaction begun before it, reading the version before
+      during.push(readVersion(), readVersion());
+      await w.run('COMMIT');
+    });
+    // every free connection of the pool was in a transaction before the commit; none is left once it resolves
+    expect(aheadAtCommit).toBe(3);
+    expect(r.stats()).toMatchObject({ begunAhead: 0, tookBegunAhead: 2 });
+    expect(await Promise.all(during)).toEqual([2, 2]);
+    expect(r.stats()).toMatchObject({ busy: 0, waiting: 0 });
+    // the one not taken was ended before acrossCommit resolved, the taken ones with their requests: the checkpoint goes through
+    await w.run('CHECKPOINT');
+    expect(await readVersion()).toBe(3);
+
+    // a commit that fails: the error is the caller's, and the transactions begun ahead are ended all the same
+    await changeAndBegin(4);
+    await expect(r.acrossCommit(() => Promise.reject(new Error('commit failed')))).rejects.toThrow('commit failed');
+    await w.run('ROLLBACK');
+    expect(r.stats()).toMatchObject({ begunAhead: 0, busy: 0, tookBegunAhead: 2 });
+    await w.run('CHECKPOINT');
+    expect(await readVersion()).toBe(3);
+  } finally {
+    other.closeSync();
+    r.close();
+    w.closeSync();
+    fileDb.closeSync();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -14,6 +14,7 @@ import { fullBuild } from '../../core/analytics/build.ts';
 import { RESUME_COLUMNS } from '../../core/analytics/positions.ts';
 import { openDuckDB, queryRows } from '../../data/duckdb.ts';
 import { duckRunner } from '../../data/runner.ts';
+import { snapshotRunner, type SnapshotRunner } from '../../data/snapshot-runner.ts';
 import { createVenueViews } from '../../data/schema.ts';
 import { AnalyticsEngine } from '../../jobs/analytics/engine.ts';
 import { DAY, HOUR, START, batchArb, busyWallet, compareStates, copyVenue, createLiveVenue, tableRows, writeBatch } from '../helpers/live-venue.ts';
@@ -192,6 +193,7 @@ it('a backlog of more new fills than a refresh takes in goes in several versions
 it('the checkpoint comes after the publish: the commit leaves the refresh in the log, the engine writes it out, and a reader\'s snapshot reads on through it', async () => {
   const { path, t0, instance, conn } = await openSeeded('engine-ckpt-', 2);
   const reader = await instance.connect();
+  let readers: SnapshotRunner | undefined;
   const setting = async () => (await queryRows<{ s: string }>(conn, `SELECT current_setting('checkpoint_threshold') AS s`))[0]!.s;
   try {
     // every commit past DuckDB's threshold, as a refresh's always is at full scale
@@ -199,6 +201,9 @@ it('the checkpoint comes after the publish: the commit leaves the refresh in the
     const before = await setting();
     let now = START + t0 + HOUR;
     const engine = await AnalyticsEngine.open(instance, { now: () => new Date(now) });
+    // the service's readers: the commit runs across read transactions begun ahead of it (acrossCommit)
+    readers = snapshotRunner(instance, { size: 3 });
+    engine.setReaders(readers);
     const checkpointed: number[] = [];
     engine.on('checkpointed', (p) => checkpointed.push(p.version));
     let walAtPublish = -1;
@@ -215,6 +220,9 @@ it('the checkpoint comes after the publish: the commit leaves the refresh in the
     expect(walBytes(path)).toBe(0);
     expect(first!.seconds.checkpoint).toBeGreaterThanOrEqual(0);
     expect(checkpointed).toEqual([engine.published().version]);
+    // the readers' pool was opened and began ahead of the commit (no request asked for it), and every transaction begun
+    // ahead was ended before the checkpoint, which went through above
+    expect(readers.stats()).toMatchObject({ open: 3, busy: 0, begunAhead: 0 });
 
     // a request that began before the publish holds the checkpoint back (DuckDB refuses it while that snapshot may
     // need the old rows) but not the publish; its snapshot still reads its own version, whole, and once it ends the
@@ -254,6 +262,7 @@ it('the checkpoint comes after the publish: the commit leaves the refresh in the
     expect(await setting()).toBe(before);
     await expectSameAsRebuild(instance);
   } finally {
+    readers?.close();
     reader.closeSync();
     conn.closeSync();
     instance.closeSync();
