@@ -520,6 +520,9 @@ else if (!builds || env.LIVE_TAIL === 'on') {
     await publishing;
   }
   // the analytics follow the venue: each refresh commits a version; signals then act on the current tags
+  // a request may read a version before it is announced (DuckDB shows a commit before the committer's call returns):
+  // its custom rankings use the engine it is committed with
+  if (builds) engine.on('committing', (version, r) => rankers.stage(version, r.ranker ?? null));
   if (builds) engine.on('published', (p, r) => {
     if (publishes && Date.now() - lastPublish >= env.PUBLISH_EVERY_MS) publishNow();
     void venueLookup.reloadTags().catch(() => {});

@@ -111,6 +111,8 @@ let wall0 = performance.now();
 // how long the event loop was held (requests wait that long; past the servers' keep-alive timeout clients were reset)
 const loopDelay = monitorEventLoopDelay({ resolution: 10 });
 loopDelay.enable();
+// as main.ts: a request that reads a version before it is announced ranks with the engine it is committed with
+engine.on('committing', (version, r) => rankers.stage(version, r.ranker ?? null));
 engine.on('published', (p, r) => {
   lastEvent = `published v${p.version}`;
   const wallMs = Date.now();

@@ -39,6 +39,12 @@ export interface Published {
 }
 
 export interface EngineEvents {
+  /**
+   * a version is about to be committed (its number, its report): DuckDB lets new transactions read a commit before
+   * the committer's call returns, so a request can read the version before 'published' — the custom rankings' ranker
+   * of it is staged here (jobs/analytics/rankers.ts stage)
+   */
+  committing: [number, RefreshReport | BuildReport];
   published: [Published, RefreshReport | BuildReport];
   /** a checkpoint ended (after a publish, after a failed refresh, on opening): the current version and its seconds */
   checkpointed: [Published, number];
@@ -241,6 +247,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
         const built = await fullBuild(db, asOf, { ordersOf: metricOrdersOffThread });
         await this.conn.run(`UPDATE a_meta SET version = ${this.current.version + 1}`);
         await markRetractionSeen(this.conn, retraction);
+        this.emit('committing', this.current.version + 1, built);
         await this.conn.run('COMMIT');
         this.mids = built.mids;
         this.mark = { asOf, watermark: built.watermark };
@@ -259,6 +266,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
         // the version is announced before the readers' transactions begun ahead of it end: a request that begins
         // after them reads it, and the listeners (the custom rankings' ranker) have it by then
         await this.acrossCommit(async () => {
+          this.emit('committing', this.current.version + 1, refreshed);
           const c0 = performance.now();
           await this.conn.run('COMMIT');
           refreshed.seconds.commit = Number(((performance.now() - c0) / 1000).toFixed(3));

@@ -18,6 +18,13 @@ export type InstanceAccess = <T>(fn: (instance: DuckDBInstance) => Promise<T>) =
 
 export class RankerCache implements RankerSource {
   private loaded: VersionRanker[] = [];
+  /**
+   * The engine of the version being committed (stage): DuckDB lets a new transaction read a commit before the
+   * committer's call returns, and a request that read that version before it was announced was ranked in SQL
+   * (seconds at full scale). A commit that fails leaves it staged, harmlessly: no request reads that version number
+   * until a later commit of it succeeds, and that one stages its own engine first.
+   */
+  private staged: VersionRanker | null = null;
   private loading: Promise<void> = Promise.resolve();
   private pending = false;
 
@@ -36,7 +43,15 @@ export class RankerCache implements RankerSource {
   }
 
   at(version: number): Ranker | null {
-    return this.loaded.find((r) => r.version === version) ?? null;
+    return this.loaded.find((r) => r.version === version) ?? (this.staged?.version === version ? this.staged : null);
+  }
+
+  /**
+   * The engine a builder is about to commit `version` with, served to that version's requests from now on; null: it
+   * has none (the version is loaded after its publish), and any engine staged before is dropped.
+   */
+  stage(version: number, engine: RankingEngine | null): void {
+    this.staged = engine ? new VersionRanker(version, engine) : null;
   }
 
   /** Keep the engine the builder scored `version`'s boards with (no reload: the same rank base). */
@@ -46,8 +61,10 @@ export class RankerCache implements RankerSource {
 
   /** Keep `engine` for `version` among the newest `keep` versions (unless that version is kept already). */
   private keepVersion(version: number, engine: RankingEngine): void {
-    if (this.at(version)) return;
-    this.loaded = [new VersionRanker(version, engine), ...this.loaded].sort((a, b) => b.version - a.version).slice(0, this.keep);
+    const staged = this.staged?.version === version && this.staged.engine === engine ? this.staged : null;
+    if (staged || (this.staged && this.staged.version <= version)) this.staged = null;
+    if (this.loaded.some((r) => r.version === version)) return;
+    this.loaded = [staged ?? new VersionRanker(version, engine), ...this.loaded].sort((a, b) => b.version - a.version).slice(0, this.keep);
   }
 
   /** Load the latest committed version (coalescing: versions published while one loads are skipped to the newest). */

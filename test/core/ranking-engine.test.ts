@@ -9,7 +9,7 @@ import { getAddress } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fullBuild, loadMids } from '../../core/analytics/build.ts';
 import { refresh } from '../../core/analytics/refresh.ts';
-import { RankingEngine, round9 } from '../../core/ranking-engine.ts';
+import { RankingEngine, VersionRanker, round9 } from '../../core/ranking-engine.ts';
 import { loadRankColumns, type RankColumns } from '../../core/rank-columns.ts';
 import { boardOrder, boardOrderSteps, metricOrders, sortSteps, sortedMeasured, sortedMeasuredSteps } from '../../core/ranking-orders.ts';
 import { writeBoards } from '../../core/ranking-boards.ts';
@@ -379,6 +379,34 @@ describe('customRanking through the loaded ranker', () => {
       { numRuns: 25 },
     );
   }, 300_000);
+});
+
+describe('a version being committed', () => {
+  it('is ranked by the engine staged for it before its publish (not in SQL); the publish keeps that same ranker', async () => {
+    const rankers = new RankerCache(v.instance);
+    await rankers.refresh();
+    const [m] = await v.rows<{ version: number }>(`SELECT version FROM a_meta`);
+    const current = Number(m!.version);
+    const loaded = (rankers.at(current) as VersionRanker).engine;
+    const next = current + 1;
+    // DuckDB shows a commit to new transactions before the committer's call returns: a request may read `next` first
+    expect(rankers.at(next)).toBeNull();
+    rankers.stage(next, engine);
+    const staged = rankers.at(next) as VersionRanker;
+    expect(staged.engine).toBe(engine);
+    expect((rankers.at(current) as VersionRanker).engine).toBe(loaded);
+    // the publish keeps the very ranker that was staged (the rank keys it warmed meanwhile), and clears the slot
+    rankers.adopt(next, engine);
+    expect(rankers.at(next)).toBe(staged);
+    expect(rankers.at(next + 1)).toBeNull();
+    // a commit that failed left its engine staged; the next commit of that version stages its own
+    rankers.stage(next + 1, engine);
+    rankers.stage(next + 1, loaded);
+    expect((rankers.at(next + 1) as VersionRanker).engine).toBe(loaded);
+    // and one with no engine to hand over drops it (the version is loaded after its publish)
+    rankers.stage(next + 1, null);
+    expect(rankers.at(next + 1)).toBeNull();
+  });
 });
 
 describe('a patched engine (core/ranking-patch.ts) equals one loaded whole', () => {

@@ -206,6 +206,10 @@ it('the checkpoint comes after the publish: the commit leaves the refresh in the
     engine.setReaders(readers);
     const checkpointed: number[] = [];
     engine.on('checkpointed', (p) => checkpointed.push(p.version));
+    // the version is said to be committing (its ranker staged) before it is published
+    const announced: string[] = [];
+    engine.on('committing', (v) => announced.push(`committing ${v}`));
+    engine.on('published', (p) => announced.push(`published ${p.version}`));
     let walAtPublish = -1;
     engine.on('published', () => (walAtPublish = walBytes(path)));
     const batches = fc.sample(batchArb(t0), { numRuns: 3, seed: 5 });
@@ -220,6 +224,7 @@ it('the checkpoint comes after the publish: the commit leaves the refresh in the
     expect(walBytes(path)).toBe(0);
     expect(first!.seconds.checkpoint).toBeGreaterThanOrEqual(0);
     expect(checkpointed).toEqual([engine.published().version]);
+    expect(announced).toEqual([`committing ${engine.published().version}`, `published ${engine.published().version}`]);
     // the readers' pool was opened and began ahead of the commit (no request asked for it), and every transaction begun
     // ahead was ended before the checkpoint, which went through above
     expect(readers.stats()).toMatchObject({ open: 3, busy: 0, begunAhead: 0 });
