@@ -35,6 +35,19 @@ function normalizeRow(row: Record<string, unknown>): Record<string, unknown> {
   return row;
 }
 
+/** Run `f` in one transaction: its writes commit together or not at all (a failure rolls back and rethrows). */
+export async function inTransaction<T>(conn: DuckDBConnection, f: () => Promise<T>): Promise<T> {
+  await conn.run('BEGIN TRANSACTION');
+  try {
+    const r = await f();
+    await conn.run('COMMIT');
+    return r;
+  } catch (e) {
+    await conn.run('ROLLBACK').catch(() => {});
+    throw e;
+  }
+}
+
 /** SQL string literal. */
 export function sqlString(s: string): string {
   return `'${s.replaceAll("'", "''")}'`;

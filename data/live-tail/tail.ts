@@ -5,7 +5,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { DuckDBTimestampValue, type DuckDBConnection } from '@duckdb/node-api';
-import { appendRows, queryRows } from '../duckdb.ts';
+import { appendRows, inTransaction, queryRows } from '../duckdb.ts';
 import { nextVenueSeq } from '../schema.ts';
 import { readRealMarkets } from '../ingest/real-markets.ts';
 import type { VenueOptions } from '../generator/config.ts';
@@ -17,6 +17,8 @@ export interface LiveTailOptions {
   /** milliseconds; injected by tests */
   now?: () => number;
   tickMs?: number;
+  /** a tick that failed to write (its batch is written by a later tick); default: reported on stderr */
+  onError?: (e: Error) => void;
 }
 
 /** One tick's write: its arrival batch (venue seq) and what it held, stamped with the wall clock after the write. */
@@ -45,11 +47,13 @@ export class LiveTail extends EventEmitter<LiveTailEvents> {
   private counts = { fills: 0, resolutions: 0 };
   private readonly startedMs: number;
   private writing: Promise<void> = Promise.resolve();
+  /** a batch whose write failed: the next tick writes it before time moves on (nothing generated is lost) */
+  private pending: TailBatch | null = null;
 
   private constructor(
     private readonly conn: DuckDBConnection,
     readonly gen: TailGenerator,
-    private readonly opts: Required<Omit<LiveTailOptions, 'now'>> & { now: () => number },
+    private readonly opts: Required<Omit<LiveTailOptions, 'now' | 'onError'>> & { now: () => number; onError: (e: Error) => void },
     fromS: number,
   ) {
     super();
@@ -67,24 +71,33 @@ export class LiveTail extends EventEmitter<LiveTailEvents> {
     const closed = (await queryRows<{ id: number }>(conn, `SELECT market_id AS id FROM markets WHERE closed_at IS NOT NULL`)).map((r) => r.id);
     const real = await readRealMarkets(venue.realMarketsCsv);
     const gen = new TailGenerator(venue, real, fromS, { resolved, closed }, String(now()));
-    const tail = new LiveTail(conn, gen, { ratePerSecond: options.ratePerSecond, speed: options.speed, tickMs: options.tickMs ?? 250, now }, fromS);
-    if (autoTick) tail.timer = setInterval(() => void tail.tick(), tail.opts.tickMs);
+    const onError = options.onError ?? ((e: Error) => console.error(`  live tail: a write failed (${e.message.split('\n')[0]}); it is written on a later tick`));
+    const tail = new LiveTail(conn, gen, { ratePerSecond: options.ratePerSecond, speed: options.speed, tickMs: options.tickMs ?? 250, now, onError }, fromS);
+    // a failed write (a full disk, say) is reported and retried: never an unhandled rejection that ends the process
+    if (autoTick) tail.timer = setInterval(() => void tail.tick().catch(onError), tail.opts.tickMs);
     return tail;
   }
 
   /** Advance to the current wall time; returns what was written. Serialized: ticks never overlap. */
   tick(): Promise<TailBatch> {
     const run = this.writing.then(async () => {
-      const wall = this.opts.now();
-      const dtS = Math.max(0, (wall - this.lastWallMs) / 1000);
-      this.lastWallMs = wall;
-      const expected = dtS * this.opts.ratePerSecond + this.carry;
-      const count = Math.floor(expected);
-      this.carry = expected - count;
-      const toS = this.venueS + Math.max(1, Math.round(dtS * this.opts.speed));
-      const batch = this.gen.step(this.venueS, toS, count);
-      this.venueS = toS;
+      // a batch that failed to write goes first, alone: the generator has moved on past it (its markets, its
+      // resolutions), so it is written as generated, not generated again
+      let batch = this.pending;
+      if (!batch) {
+        const wall = this.opts.now();
+        const dtS = Math.max(0, (wall - this.lastWallMs) / 1000);
+        this.lastWallMs = wall;
+        const expected = dtS * this.opts.ratePerSecond + this.carry;
+        const count = Math.floor(expected);
+        this.carry = expected - count;
+        const toS = this.venueS + Math.max(1, Math.round(dtS * this.opts.speed));
+        batch = this.gen.step(this.venueS, toS, count);
+        this.venueS = toS;
+      }
+      this.pending = batch;
       const seq = await this.write(batch);
+      this.pending = null;
       if (seq !== null) this.emit('batch', { seq, fills: batch.fills.length, resolutions: batch.resolutions.length, mids: batch.mids.length, wallMs: Date.now() });
       for (const f of batch.fills) this.emit('fill', f);
       for (const r of batch.resolutions) this.emit('resolution', r);
@@ -99,9 +112,18 @@ export class LiveTail extends EventEmitter<LiveTailEvents> {
     return run;
   }
 
-  /** Append a tick's rows as one arrival batch; returns its seq (null when there was nothing to write). */
-  private async write(b: TailBatch): Promise<number | null> {
-    if (!b.fills.length && !b.mids.length && !b.resolutions.length && !b.closed.length) return null;
+  /**
+   * Append a tick's rows as one arrival batch, in one transaction; returns its seq (null when there was nothing to
+   * write). One transaction, because a refresh takes the newest seq as its watermark: had the fills of a batch been
+   * committed before its mids and resolutions, a refresh beginning between them would have moved past that seq, and
+   * every later refresh would have skipped the rest of the batch.
+   */
+  private write(b: TailBatch): Promise<number | null> {
+    if (!b.fills.length && !b.mids.length && !b.resolutions.length && !b.closed.length) return Promise.resolve(null);
+    return inTransaction(this.conn, () => this.writeRows(b));
+  }
+
+  private async writeRows(b: TailBatch): Promise<number> {
     // one arrival batch for everything this tick writes (the analytics refresh reads what arrived after its watermark)
     const seq = BigInt(await nextVenueSeq(this.conn));
     if (b.fills.length) {

@@ -35,14 +35,4 @@ export async function setState(conn: DuckDBConnection, source: string, key: stri
 }
 
 /** Run `f` in one transaction: its writes and the cursor it moves commit together or not at all. */
-export async function inTransaction<T>(conn: DuckDBConnection, f: () => Promise<T>): Promise<T> {
-  await conn.run('BEGIN TRANSACTION');
-  try {
-    const r = await f();
-    await conn.run('COMMIT');
-    return r;
-  } catch (e) {
-    await conn.run('ROLLBACK').catch(() => {});
-    throw e;
-  }
-}
+export { inTransaction } from '../duckdb.ts';

@@ -48,6 +48,7 @@ export interface EngineEvents {
   published: [Published, RefreshReport | BuildReport];
   /** a checkpoint ended (after a publish, after a failed refresh, on opening): the current version and its seconds */
   checkpointed: [Published, number];
+  /** a refresh that start() ran failed (it is logged either way; the next one tries again) */
   error: [Error];
 }
 
@@ -347,7 +348,9 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
         this.refreshNow()
           .catch((e: Error) => {
             this.log(`analytics: refresh failed: ${e.message}`);
-            this.emit('error', e);
+            // an 'error' nobody listens to would end the process: a full disk would have stopped the service, not
+            // one refresh (the next one tries again)
+            if (this.listenerCount('error') > 0) this.emit('error', e);
           })
           .finally(loop);
       }, everyMs);

@@ -76,4 +76,65 @@ describe('live tail', () => {
     for (const f of b.fills) expect(f.ts).toBeGreaterThan(last);
     expect(b.resolutions.length).toBe(0); // nothing closes again
   });
+
+  it('writes each batch in one transaction; a batch whose write fails is written whole by a later tick, once, and the ticking goes on', async () => {
+    const count = async () => Number((await v.rows<{ n: number }>(`SELECT count(*) AS n FROM fills`))[0]!.n);
+    const keys = async () => Number((await v.rows<{ n: number }>(`SELECT count(*) AS n FROM (SELECT DISTINCT tx_hash, log_index FROM fills)`))[0]!.n);
+    let wall = 9_000_000;
+    const errors: Error[] = [];
+    // 10 venue hours a wall second: every tick writes fills and hourly mids
+    const tail = await LiveTail.start(v.conn, { ...OPTS, end: DEFAULT_END, realMarketsCsv: REAL_MARKETS_CSV }, { ratePerSecond: 68, speed: 36_000, now: () => wall, onError: (e) => errors.push(e) }, false);
+    const landed: TailFill[] = [];
+    tail.on('fill', (f) => landed.push(f));
+    const before = await count();
+    // the mids fail to write after the fills did: the batch's fills are rolled back with them, nothing is announced
+    await v.conn.run(`ALTER TABLE mids RENAME TO mids_away`);
+    const venueSeconds = () => Date.parse(tail.stats().venueTime) / 1000;
+    const from = venueSeconds();
+    wall += 1000;
+    await expect(tail.tick()).rejects.toThrow(/mids/);
+    const to = venueSeconds();
+    expect(await count()).toBe(before);
+    expect(landed).toHaveLength(0);
+    await v.conn.run(`ALTER TABLE mids_away RENAME TO mids`);
+    // the next tick writes that batch as it was generated (its fills and mids), the one after moves time on
+    wall += 1000;
+    const again = await tail.tick();
+    expect(again.fills.length).toBeGreaterThanOrEqual(60);
+    expect(again.mids.length).toBeGreaterThan(0);
+    expect(landed).toHaveLength(again.fills.length);
+    // the very batch that failed: the venue hours of the first tick, not new ones
+    for (const f of again.fills) expect(f.ts >= from && f.ts < to).toBe(true);
+    expect(venueSeconds()).toBe(to);
+    expect(await count()).toBe(before + again.fills.length);
+    const [m] = await v.rows<{ n: number }>(`SELECT count(*) AS n FROM mids WHERE seq = (SELECT max(seq) FROM fills)`);
+    expect(Number(m!.n)).toBe(again.mids.length);
+    wall += 1000;
+    const next = await tail.tick();
+    for (const f of next.fills) expect(f.ts >= to).toBe(true);
+    await tail.stop();
+    // nothing lost, nothing twice: every fill announced is stored once
+    expect(await count()).toBe(before + landed.length);
+    expect(await keys()).toBe(await count());
+
+    // ticking on its own: a failed write is reported (onError), never an unhandled rejection, and the ticks go on
+    const auto = await LiveTail.start(v.conn, { ...OPTS, end: DEFAULT_END, realMarketsCsv: REAL_MARKETS_CSV }, { ratePerSecond: 68, speed: 36_000, tickMs: 20, now: () => wall, onError: (e) => errors.push(e) });
+    const batches: number[] = [];
+    auto.on('batch', (b) => batches.push(b.seq));
+    await v.conn.run(`ALTER TABLE mids RENAME TO mids_away`);
+    for (let i = 0; i < 100 && errors.length < 2; i++) {
+      wall += 1000;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(errors.length).toBeGreaterThanOrEqual(2);
+    expect(batches).toHaveLength(0);
+    await v.conn.run(`ALTER TABLE mids_away RENAME TO mids`);
+    for (let i = 0; i < 100 && batches.length < 2; i++) {
+      wall += 1000;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await auto.stop();
+    expect(batches.length).toBeGreaterThanOrEqual(2);
+    expect(await keys()).toBe(await count());
+  });
 });

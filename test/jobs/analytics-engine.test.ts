@@ -348,3 +348,38 @@ it('a state of engine schema 1 (percentiles inside a_wallet_metrics and the rank
     instance.closeSync();
   }
 }, 300_000);
+
+it('a refresh that fails while the engine runs on its own is logged and the next one tries again: the process goes on, with or without an error listener', async () => {
+  const { t0, instance, conn } = await openSeeded('engine-fail-', 2);
+  try {
+    let now = START + t0 + HOUR;
+    const logs: string[] = [];
+    const engine = await AnalyticsEngine.open(instance, { now: () => new Date(now), log: (m) => logs.push(m) });
+    const published: number[] = [];
+    engine.on('published', (p) => published.push(p.version));
+    const failures = () => logs.filter((m) => m.includes('refresh failed')).length;
+    const until = async (done: () => boolean) => {
+      for (let i = 0; i < 500 && !done(); i++) await new Promise((r) => setTimeout(r, 20));
+      expect(done()).toBe(true);
+    };
+    // no 'error' listener: an emitted 'error' would have thrown out of the loop (an unhandled rejection ends the
+    // process, and fails this test)
+    await conn.run('ALTER TABLE a_horizon_fills RENAME TO a_horizon_fills_away');
+    engine.start(10);
+    await until(() => failures() >= 2);
+    // with one, it hears of each failure
+    const heard: Error[] = [];
+    engine.on('error', (e) => heard.push(e));
+    await until(() => heard.length >= 1);
+    expect(heard[0]!.message).toMatch(/a_horizon_fills/);
+    expect(published).toEqual([]);
+    // the cause goes away: the next refresh publishes
+    await conn.run('ALTER TABLE a_horizon_fills_away RENAME TO a_horizon_fills');
+    now += HOUR;
+    await until(() => published.length >= 1);
+    await engine.stop();
+  } finally {
+    conn.closeSync();
+    instance.closeSync();
+  }
+}, 300_000);
