@@ -24,7 +24,8 @@ import type { IngestReport } from '../ingest/report.ts';
 import { rpcLogSchema, type BlockTimestamps, type ChainConfig } from '../ingest/rpc-log.ts';
 import { RpcError, type JsonRpc } from './http.ts';
 import { deriveMids } from './mids.ts';
-import { getState, inTransaction, setState } from './state.ts';
+import { inTransaction } from '../duckdb.ts';
+import { getState, setState } from './state.ts';
 
 const SOURCE = 'chain';
 /** the topics read: both OrderFilled layouts and the three CTF / adapter events */

@@ -15,7 +15,8 @@ import { queryRows, sqlString } from '../duckdb.ts';
 import { loadGammaMarkets } from '../ingest/gamma.ts';
 import type { IngestReport } from '../ingest/report.ts';
 import type { HttpSource } from './http.ts';
-import { getState, inTransaction, setState } from './state.ts';
+import { inTransaction } from '../duckdb.ts';
+import { getState, setState } from './state.ts';
 
 export const GAMMA_PAGE_MAX = 100;
 const SOURCE = 'gamma';

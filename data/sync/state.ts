@@ -33,6 +33,3 @@ export async function setState(conn: DuckDBConnection, source: string, key: stri
   await conn.run(`DELETE FROM sync_state WHERE source = ${sqlString(source)} AND key = ${sqlString(key)}`);
   await conn.run(`INSERT INTO sync_state VALUES (${sqlString(source)}, ${sqlString(key)}, ${sqlString(value)}, now()::TIMESTAMP)`);
 }
-
-/** Run `f` in one transaction: its writes and the cursor it moves commit together or not at all. */
-export { inTransaction } from '../duckdb.ts';

@@ -248,12 +248,9 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
         const built = await fullBuild(db, asOf, { ordersOf: metricOrdersOffThread });
         await this.conn.run(`UPDATE a_meta SET version = ${this.current.version + 1}`);
         await markRetractionSeen(this.conn, retraction);
-        this.emit('committing', this.current.version + 1, built);
-        await this.conn.run('COMMIT');
+        // (a failed commit reloads the mids below)
         this.mids = built.mids;
-        this.mark = { asOf, watermark: built.watermark };
-        this.ranker = built.ranker ?? null;
-        this.announce(built);
+        await this.commitVersion(built, { asOf, watermark: built.watermark });
         report = built;
       } else {
         const to = await refreshTarget(db, this.mark, asOf, await venueWatermark(db), this.opts.maxRefreshFills);
@@ -263,19 +260,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
           onStep: this.opts.onRefreshStep,
           pause: this.pause,
         });
-        // the commit is part of the latency a reader sees (it writes the log; the checkpoint comes after the publish);
-        // the version is announced before the readers' transactions begun ahead of it end: a request that begins
-        // after them reads it, and the listeners (the custom rankings' ranker) have it by then
-        await this.acrossCommit(async () => {
-          this.emit('committing', this.current.version + 1, refreshed);
-          const c0 = performance.now();
-          await this.conn.run('COMMIT');
-          refreshed.seconds.commit = Number(((performance.now() - c0) / 1000).toFixed(3));
-          this.opts.onRefreshStep?.('commit', refreshed.seconds.commit);
-          this.mark = to;
-          this.ranker = refreshed.ranker ?? null;
-          this.announce(refreshed);
-        });
+        await this.commitVersion(refreshed, to);
         report = refreshed;
       }
     } catch (e) {
@@ -292,10 +277,24 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     return report;
   }
 
-  /** The committed state is the next version: said to the listeners. */
-  private announce(report: RefreshReport | BuildReport): void {
-    this.current = { version: this.current.version + 1, asOf: this.mark.asOf, builtAt: new Date(), watermark: this.mark.watermark };
-    this.emit('published', this.current, report);
+  /**
+   * Commit the open transaction as the next version, at `mark`: 'committing' before the COMMIT (its ranker staged),
+   * the COMMIT across the readers' transactions begun ahead of it, then the version announced before those end (a
+   * request that begins after them reads it, and the listeners have it by then). The commit is part of the latency a
+   * reader sees (it writes the log; the checkpoint comes after the publish): timed as the step 'commit'.
+   */
+  private commitVersion(report: RefreshReport | BuildReport, mark: StateMark): Promise<void> {
+    return this.acrossCommit(async () => {
+      this.emit('committing', this.current.version + 1, report);
+      const c0 = performance.now();
+      await this.conn.run('COMMIT');
+      report.seconds.commit = Number(((performance.now() - c0) / 1000).toFixed(3));
+      this.opts.onRefreshStep?.('commit', report.seconds.commit);
+      this.mark = mark;
+      this.ranker = report.ranker ?? null;
+      this.current = { version: this.current.version + 1, asOf: mark.asOf, builtAt: new Date(), watermark: mark.watermark };
+      this.emit('published', this.current, report);
+    });
   }
 
   /**
