@@ -19,6 +19,12 @@ export function tsLiteral(t: AsOf): string {
   return `make_timestamp(${Math.round(t.getTime()) * 1000}::BIGINT)`;
 }
 
+/** Drop a table or view of the current schema, whichever it is (a relation that changed kind between versions). */
+export async function dropRelation(db: QueryRunner, name: string): Promise<void> {
+  const [r] = await db.all<{ k: string }>(`SELECT table_type AS k FROM information_schema.tables WHERE table_name = '${name}' AND table_schema = current_schema() AND table_catalog = current_database()`);
+  if (r) await db.run(`DROP ${r.k === 'VIEW' ? 'VIEW' : 'TABLE'} ${name}`);
+}
+
 /** Column types the columnar port moves between storage and the core without per-value objects. */
 /**
  * SQL rounding `expr` to `digits` decimals, for figures summed in an order that varies (a refresh vs a rebuild,

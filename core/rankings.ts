@@ -4,14 +4,14 @@
  * lower calibration excess is better); composite = sum(w * pct) / sum(w) over the row's measured weighted metrics.
  * Wallets of one user collapse into one row (the user's best-scoring wallet represents it, the others are listed).
  *
- * Presets are scored once per analytics build into `a_board` (every catalogue metric's percentile is stored, so
- * extra_metrics cost nothing at query time); a preset request filters and re-sorts the board and reads at most
- * `limit` base rows. Custom rankings run the same SQL at request time.
+ * Presets are scored once per analytics build into `a_board_rank` (every catalogue metric's percentile is stored, so
+ * extra_metrics cost nothing at query time); the view `a_board` adds each row's rank-base columns. A preset request
+ * filters and re-sorts the board and reads at most `limit` base rows. Custom rankings run the same SQL at request time.
  */
 import { getAddress } from 'viem';
 import { z } from 'zod';
 import { MIN_RESOLVED_MARKETS } from './calibration.ts';
-import { tsLiteral, type AsOf, type QueryRunner } from './query.ts';
+import { dropRelation, tsLiteral, type AsOf, type QueryRunner } from './query.ts';
 import { SMART_MONEY_TAGS } from './tags.ts';
 import { COPY_RULES, verdictFor } from './trader/index.ts';
 import { verdictInputsFromRow } from './wallet-style.ts';
@@ -355,6 +355,44 @@ export function boardSql(cfg: RankingConfig, asOf: AsOf, base = 'a_rank_base', m
     SELECT row_number() OVER (ORDER BY ${sort}, wallet_id)::INTEGER AS rank, * FROM per_user`;
 }
 
+/**
+ * What a board stores per row (a_board_rank): the preset, the rank, the wallet, its composite and every catalogue
+ * metric's percentile, in (preset, rank) order. Everything else a board row shows is a function of the wallet's
+ * rank-base row alone, so it is read from a_rank_base (the view a_board, BOARD_VIEW_SQL) instead of being written
+ * again with every refresh: stored whole, the boards were 1.9M rows of ~90 columns at full scale, written, logged
+ * and checkpointed each refresh.
+ */
+export const BOARD_RANK_COLUMNS: readonly (readonly [string, 'VARCHAR' | 'INTEGER' | 'DOUBLE'])[] = [
+  ['preset', 'VARCHAR'],
+  ['rank', 'INTEGER'],
+  ['wallet_id', 'INTEGER'],
+  ['composite_score', 'DOUBLE'],
+  ...METRIC_IDS.map((id) => [`pct_${id}`, 'DOUBLE'] as const),
+];
+
+export const BOARD_RANK_DDL = `CREATE OR REPLACE TABLE a_board_rank (${BOARD_RANK_COLUMNS.map(([n, t]) => `${n} ${t}`).join(', ')})`;
+
+/** A metric's measured flag and value as a board row shows them (ms_<m>, val_<m>), over rank-base columns. */
+function boardMetricColumns(ids: readonly MetricId[], values = true): string[] {
+  return ids.flatMap((id) => [`(${METRICS[id].measured}) AS ms_${id}`, ...(values ? [`(${METRICS[id].value})::DOUBLE AS val_${id}`] : [])]);
+}
+
+/**
+ * a_board: every board row with its wallet's rank-base columns — the columns and order boardSql gives. A request
+ * that reads a page reads a_board_rank and the page's wallets in a_rank_base instead (boardPageRows): through the
+ * view, a join, the whole rank base is scanned.
+ */
+export const BOARD_VIEW_SQL = `CREATE OR REPLACE VIEW a_board AS
+  SELECT b.preset, b.rank, wallet_id, r.user_key, r.last_trade_at, r.best_category, ${ROW_COLUMNS.map((c) => `r.${c}`).join(', ')},
+    ${METRIC_IDS.map((id) => [...boardMetricColumns([id]), `b.pct_${id}`].join(', ')).join(', ')}, b.composite_score
+  FROM a_board_rank b JOIN a_rank_base r USING (wallet_id)`;
+
+/** a_board as the view over a_board_rank (a state of engine schema 4 or older stored it as a table). */
+export async function writeBoardView(db: QueryRunner): Promise<void> {
+  await dropRelation(db, 'a_board');
+  await db.run(BOARD_VIEW_SQL);
+}
+
 function sortExpr(sortBy: 'composite' | MetricId, dir: 'best_first' | 'worst_first'): string {
   if (sortBy === 'composite') return `composite_score ${dir === 'best_first' ? 'DESC' : 'ASC'}`;
   const better = METRICS[sortBy].better;
@@ -445,16 +483,15 @@ export async function ensureWalletLinks(db: QueryRunner): Promise<void> {
   await db.run(`CREATE TABLE IF NOT EXISTS wallet_links (wallet_id INTEGER NOT NULL, user_id VARCHAR NOT NULL)`);
 }
 
-/** Score every preset into a_board (and its explain counts into a_board_meta) as of the build's T. */
+/** Score every preset into a_board_rank (and its explain counts into a_board_meta) as of the build's T, in SQL. */
 export async function buildBoards(db: QueryRunner, asOf: AsOf): Promise<void> {
   await db.run(`CREATE OR REPLACE TABLE a_board_meta (preset VARCHAR, cohort_size BIGINT, gate_counts BIGINT[], scored BIGINT, total_rows BIGINT)`);
-  let first = true;
+  await db.run(BOARD_RANK_DDL);
+  await writeBoardView(db);
   for (const p of PRESETS) {
     const cfg = RankingConfig.parse(p.config);
-    const sql = `SELECT '${p.slug}' AS preset, * FROM (${boardSql(cfg, asOf)})`;
-    await db.run(first ? `CREATE OR REPLACE TABLE a_board AS ${sql} ORDER BY preset, rank` : `INSERT INTO a_board ${sql} ORDER BY rank`);
-    first = false;
-    const e = await explainCounts(db, cfg, asOf, `a_board WHERE preset = '${p.slug}'`);
+    await db.run(`INSERT INTO a_board_rank SELECT '${p.slug}', ${BOARD_RANK_COLUMNS.slice(1).map(([n]) => n).join(', ')} FROM (${boardSql(cfg, asOf)}) ORDER BY rank`);
+    const e = await explainCounts(db, cfg, asOf, `a_board_rank WHERE preset = '${p.slug}'`);
     await db.run(`INSERT INTO a_board_meta VALUES ('${p.slug}', ${e.cohort}, [${e.counts.join(',')}]::BIGINT[], ${e.scored}, ${e.total})`);
   }
 }
@@ -558,9 +595,22 @@ function clusterId(address: string): string {
  */
 const PAGE_ROW_COLUMNS = ['wallet_id', 'last_trade_at', ...ROW_COLUMNS];
 
-/** A stored board's columns a page reads (PAGE_ROW_COLUMNS, its rank and composite, and the breakdown's). */
-function boardPageColumns(breakdown: readonly MetricId[]): string {
-  return [...PAGE_ROW_COLUMNS, 'rank', 'composite_score', ...breakdown.flatMap((id) => [`pct_${id}`, `ms_${id}`])].join(', ');
+/**
+ * A preset's board rows as a page shows them (PAGE_ROW_COLUMNS, rank, composite, the breakdown's percentiles and
+ * measured flags), for the stored ranks matching `where` (a condition on a_board_rank), in rank order: the ranks from
+ * a_board_rank, then the wallets' own columns from a_rank_base by their ids (a page's few wallets; the a_board view
+ * would join the whole rank base).
+ */
+async function boardPageRows(db: QueryRunner, slug: string, where: string, breakdown: readonly MetricId[]): Promise<Record<string, unknown>[]> {
+  const ranks = await db.all<Record<string, unknown>>(
+    `SELECT ${['wallet_id', 'rank', 'composite_score', ...breakdown.map((id) => `pct_${id}`)].join(', ')} FROM a_board_rank WHERE preset = '${slug}' AND ${where} ORDER BY rank`,
+  );
+  if (!ranks.length) return [];
+  const wide = await db.all<Record<string, unknown>>(
+    `SELECT ${[...PAGE_ROW_COLUMNS, ...boardMetricColumns(breakdown, false)].join(', ')} FROM a_rank_base WHERE wallet_id IN (${ranks.map((r) => Number(r.wallet_id)).join(',')})`,
+  );
+  const byId = new Map(wide.map((r) => [Number(r.wallet_id), r]));
+  return ranks.map((r) => ({ ...byId.get(Number(r.wallet_id)), ...r }));
 }
 
 async function assembleRows(
@@ -664,14 +714,15 @@ export async function presetRanking(db: QueryRunner, slug: string, overridesInpu
   // The board is stored in (preset, rank) order: the plain view is a rank range (zone maps skip the rest); a narrowed
   // or re-sorted view picks its wallet ids with a narrow top-N first, then reads only those wide rows.
   let board: Record<string, unknown>[];
-  // only the columns the page shows (the board is ~90 columns wide: all of them cost 11 ms of a 16 ms preset at 2.8M)
-  const columns = boardPageColumns(breakdownIdsFor(cfg));
+  // only the columns the page shows (a board row is ~90 columns wide: all of them cost 11 ms of a 16 ms preset at 2.8M)
+  const breakdown = breakdownIdsFor(cfg);
   if (!narrowed && cfg.sort_by === 'composite') {
-    board = await db.all(`SELECT ${columns} FROM a_board WHERE preset = '${preset.slug}' AND rank > ${cfg.offset} AND rank <= ${cfg.offset + cfg.limit} ORDER BY rank`);
+    board = await boardPageRows(db, preset.slug, `rank > ${cfg.offset} AND rank <= ${cfg.offset + cfg.limit}`, breakdown);
   } else {
+    // the filters and the sort are on rank-base columns: the page's ids through the view, then its rows as above
     const ids = (await db.all<{ wallet_id: number }>(`SELECT wallet_id FROM a_board WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${cfg.limit} OFFSET ${cfg.offset}`)).map((r) => Number(r.wallet_id));
-    const wide = ids.length ? await db.all<Record<string, unknown>>(`SELECT ${columns} FROM a_board WHERE preset = '${preset.slug}' AND wallet_id IN (${ids.join(',')})`) : [];
-    const byId = new Map(wide.map((r) => [Number(r.wallet_id), r]));
+    const rows = ids.length ? await boardPageRows(db, preset.slug, `wallet_id IN (${ids.join(',')})`, breakdown) : [];
+    const byId = new Map(rows.map((r) => [Number(r.wallet_id), r]));
     board = ids.map((id) => byId.get(id)!);
   }
   let e: ExplainCounts;
@@ -812,7 +863,7 @@ export interface SnapshotRow {
 export async function presetTopK(db: QueryRunner, slug: string, k = SNAPSHOT_TOP_K): Promise<SnapshotRow[]> {
   presetBySlug(slug);
   const rows = await db.all<{ rank: number; address: string; composite_score: number }>(
-    `SELECT b.rank, w.address, b.composite_score FROM a_board b JOIN wallets w USING (wallet_id) WHERE b.preset = '${slug}' ORDER BY b.rank LIMIT ${k}`,
+    `SELECT b.rank, w.address, b.composite_score FROM a_board_rank b JOIN wallets w USING (wallet_id) WHERE b.preset = '${slug}' ORDER BY b.rank LIMIT ${k}`,
   );
   return rows.map((r) => ({ rank: Number(r.rank), key: getAddress(r.address), composite: Number(r.composite_score) }));
 }

@@ -15,11 +15,11 @@
  *  meta          a_meta (as_of, built_at, version, watermark)
  */
 import { A_LEGS, CLUSTER_RULES, buildClusters } from '../clusters.ts';
-import { writeRankBase } from '../rankings.ts';
+import { BOARD_RANK_COLUMNS, BOARD_VIEW_SQL, writeRankBase } from '../rankings.ts';
 import { scoreBoards, type OrdersOf } from '../ranking-boards.ts';
 import type { RankingEngine } from '../ranking-engine.ts';
 import { sharpCutoff } from '../tags.ts';
-import { tsLiteral, type AsOf, type ColumnarRunner, type RowWriter, type TableColumns, type ScanBatch, type SideRunner } from '../query.ts';
+import { dropRelation, tsLiteral, type AsOf, type ColumnarRunner, type RowWriter, type TableColumns, type ScanBatch, type SideRunner } from '../query.ts';
 import { RANKED_DEVIATES_SQL, WALLET_PCTILE_COLUMNS, writeCohortSql } from './cohort.ts';
 import { LEGS_DDL, LEGS_ORDER, LEGS_TABLE, createHorizonFillsSql, createLegsSql, legWalletsSql, rangedLegsSql } from './legs.ts';
 import { MidIndex, tokenOf } from './mid-index.ts';
@@ -32,7 +32,7 @@ import { alphaSql, calibrationSql, categorySql, featuresSql, medianFillSql, pnlS
  * Bumped when the shape of the a_* tables changes: a state of an older schema is migrated when ENGINE_MIGRATIONS has
  * the steps from it, otherwise rebuilt.
  */
-export const ENGINE_SCHEMA = 4;
+export const ENGINE_SCHEMA = 5;
 
 /**
  * Migrations of a persisted state, by the schema they start from (each ends one schema later). A migration is run by
@@ -43,6 +43,8 @@ export const ENGINE_SCHEMA = 4;
  * - 3 -> 4: a_position_state gets the stream's unrounded state (a refresh continues a position from it) and a row
  *   for each wallet that only redeemed a token; a_holds its episode numbers. The state columns stay NULL (and the
  *   position is restreamed, not continued, when it next changes): only a restream can give them.
+ * - 4 -> 5: the boards store their ranks alone (a_board_rank, in the same order); a_board becomes the view that adds
+ *   the rank-base columns (core/rankings.ts BOARD_VIEW_SQL).
  */
 export const ENGINE_MIGRATIONS: Record<number, readonly string[]> = {
   1: [
@@ -65,6 +67,13 @@ export const ENGINE_MIGRATIONS: Record<number, readonly string[]> = {
       FROM ${LEGS_TABLE} WHERE ts <= (SELECT as_of FROM a_meta LIMIT 1) GROUP BY ALL HAVING bool_and(kind = 3)`,
     `UPDATE a_meta SET engine_schema = 4`,
   ],
+  4: [
+    // a scan keeps the stored (preset, rank) order
+    `CREATE OR REPLACE TABLE a_board_rank AS SELECT ${BOARD_RANK_COLUMNS.map(([n, t]) => `${n}::${t} AS ${n}`).join(', ')} FROM a_board`,
+    `DROP TABLE a_board`,
+    BOARD_VIEW_SQL,
+    `UPDATE a_meta SET engine_schema = 5`,
+  ],
 };
 
 /** The statements that migrate a state of engine schema `from` to ENGINE_SCHEMA ([] when current), or null when none can. */
@@ -85,12 +94,6 @@ export async function venueWatermark(db: ColumnarRunner): Promise<number> {
        (SELECT coalesce(max(seq), 0) FROM resolutions), (SELECT coalesce(max(seq), 0) FROM mids)) AS w`,
   );
   return Number(r?.w ?? 0);
-}
-
-/** Drop a table or view of the current schema, whichever it is. */
-export async function dropRelation(db: ColumnarRunner, name: string): Promise<void> {
-  const [r] = await db.all<{ k: string }>(`SELECT table_type AS k FROM information_schema.tables WHERE table_name = '${name}' AND table_schema = current_schema() AND table_catalog = current_database()`);
-  if (r) await db.run(`DROP ${r.k === 'VIEW' ? 'VIEW' : 'TABLE'} ${name}`);
 }
 
 const sqlDouble = (x: number) => (Number.isFinite(x) ? `'${x}'::DOUBLE` : 'NULL::DOUBLE');

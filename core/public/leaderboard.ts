@@ -55,7 +55,7 @@ export async function publicLeaderboard(db: QueryRunner, now: AsOf, limitIn: num
     FROM a_board b LEFT JOIN a_wallet_pctiles m USING (wallet_id)
     WHERE b.preset = ${sqlStr(preset.slug)} AND b.rank <= ${limit} ORDER BY b.rank`,
   );
-  const [t] = await db.all<{ n: number }>(`SELECT count(*)::INTEGER AS n FROM a_board WHERE preset = ${sqlStr(preset.slug)}`);
+  const [t] = await db.all<{ n: number }>(`SELECT count(*)::INTEGER AS n FROM a_board_rank WHERE preset = ${sqlStr(preset.slug)}`);
   return {
     preset: preset.slug,
     title: preset.title,

@@ -86,19 +86,23 @@ export async function publicTraderTeaser(db: QueryRunner, ref: TraderRef, now: A
   const measured = LOCKED_METRICS.map((id) => `coalesce((${METRICS[id].measured}), false)::INTEGER`).join(' + ');
   const [r] = await db.all<Record<string, unknown>>(
     `WITH b AS (SELECT *, ${measured} AS locked_metric_count FROM a_rank_base WHERE wallet_id = ${who.wallet_id})
-    SELECT b.*, pc.total_pnl_pctile, pc.realized_pnl_pctile, pc.lifetime_volume_usdc_pctile, pc.win_rate_pct_pctile,
-      bd.rank AS board_rank, bd.composite_score AS board_composite
-    FROM b LEFT JOIN a_wallet_pctiles pc ON pc.wallet_id = ${who.wallet_id}
-      LEFT JOIN a_board bd ON bd.preset = ${sqlStr(PUBLIC_BOARD)} AND bd.user_key = b.user_key`,
+    SELECT b.*, pc.total_pnl_pctile, pc.realized_pnl_pctile, pc.lifetime_volume_usdc_pctile, pc.win_rate_pct_pctile
+    FROM b LEFT JOIN a_wallet_pctiles pc ON pc.wallet_id = ${who.wallet_id}`,
   );
   if (!r) return {};
+  // the user's row of the public board (one per user: its best-scoring wallet, maybe not this one); a user's wallets
+  // are its links (user_key is the linked user, else the wallet alone)
+  const userWallets = r.linked_user_id === null || r.linked_user_id === undefined ? String(who.wallet_id) : `SELECT wallet_id FROM wallet_links WHERE user_id = ${sqlStr(String(r.linked_user_id))}`;
+  const [bd] = await db.all<{ rank: number; composite_score: number }>(
+    `SELECT rank, composite_score FROM a_board_rank WHERE preset = ${sqlStr(PUBLIC_BOARD)} AND wallet_id IN (${userWallets})`,
+  );
   const [pop] = await db.all<{ n: number }>(`SELECT count(*)::INTEGER AS n FROM a_wallet_metrics`);
   const claim = (await claims([who.address])).get(who.address);
   const masked = ref.kind === 'tid';
   return {
     proxy_wallet: masked ? ref.tid : getAddress(who.address),
-    rank: num(r.board_rank),
-    composite_score: num(r.board_composite),
+    rank: num(bd?.rank),
+    composite_score: num(bd?.composite_score),
     total_pnl: num0(r.total_pnl),
     realized_pnl: num0(r.realized_pnl),
     pnl_under_review: num0(r.cluster_size) > 1,

@@ -78,7 +78,7 @@ export async function validityReport(db: QueryRunner): Promise<ValidityReport> {
     const [t] = await db.all<{ rows: number; bad: number; skilled: number }>(`SELECT count(*) AS rows,
         count(*) FILTER (WHERE t.archetype IN ('favourite_buyer', 'noise')) AS bad,
         count(*) FILTER (WHERE t.true_edge_resolved >= ${SKILLED_EDGE}) AS skilled
-      FROM a_board b JOIN truth_wallets t USING (wallet_id) WHERE b.preset = '${p.slug}' AND b.rank <= 100`);
+      FROM a_board_rank b JOIN truth_wallets t USING (wallet_id) WHERE b.preset = '${p.slug}' AND b.rank <= 100`);
     forecasting_top100[p.slug] = { rows: Number(t!.rows), favourite_or_noise: Number(t!.bad), skilled: Number(t!.skilled) };
   }
   return {

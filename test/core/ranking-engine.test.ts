@@ -15,7 +15,7 @@ import { boardOrder, boardOrderSteps, metricOrders, sortSteps, sortedMeasured, s
 import { writeBoards } from '../../core/ranking-boards.ts';
 import { drain } from '../../core/steps.ts';
 import { patchEngine, patchSteps } from '../../core/ranking-patch.ts';
-import { GATE_FIELDS, breakdownIdsFor, METRIC_IDS, METRICS, PRESETS, RankingConfig, buildBoards, customRanking, type GateField, type MetricId } from '../../core/rankings.ts';
+import { BOARD_RANK_COLUMNS, GATE_FIELDS, breakdownIdsFor, boardSql, METRIC_IDS, METRICS, PRESETS, RankingConfig, buildBoards, customRanking, type GateField, type MetricId } from '../../core/rankings.ts';
 import { SMART_MONEY_TAGS } from '../../core/tags.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { metricOrdersOffThread } from '../../jobs/analytics/rank-orders.ts';
@@ -176,23 +176,34 @@ it('a worker thread orders shared columns exactly as metricOrders does here', as
 
 it('writes every preset board as the SQL definition does: rows, order, every column, the explain counts', async () => {
   const db = duckRunner(v.conn);
+  // the definition: boardSql over the rank base, every column
+  const definition = await v.rows<Record<string, unknown>>(
+    `SELECT * FROM (${PRESETS.map((p) => `SELECT '${p.slug}' AS preset, * FROM (${boardSql(RankingConfig.parse(p.config), T)})`).join(' UNION ALL ')}) ORDER BY preset, rank`,
+  );
+  const sameAsDefinition = (got: Record<string, unknown>[]) => {
+    expect(got.length).toBe(definition.length);
+    expect(Object.keys(got[0]!)).toEqual(Object.keys(definition[0]!));
+    definition.forEach((want, k) => {
+      for (const [col, x] of Object.entries(want)) {
+        // percentiles may differ in the last bit (100 * rank / (n - 1) vs percent_rank * 100)
+        if (col.startsWith('pct_') && typeof x === 'number') expect(got[k]![col] as number).toBeCloseTo(x, 9);
+        else expect([col, got[k]![col]]).toEqual([col, x]);
+      }
+    });
+  };
+  expect(new Set(definition.map((r) => r.preset)).size).toBeGreaterThan(5);
   await writeBoards(db, engine, T);
-  const fromEngine = await v.rows<Record<string, unknown>>(`SELECT * FROM a_board ORDER BY preset, rank`);
+  // stored: the ranks alone, in (preset, rank) order (a page's rank range is found by the zone maps); the view adds
+  // the rank-base columns
+  const stored = await v.rows<{ preset: string; rank: number }>(`SELECT preset, rank FROM a_board_rank`);
+  const order = (r: { preset: string; rank: number }) => PRESETS.findIndex((p) => p.slug === r.preset) * 1e9 + r.rank;
+  expect(stored.map(order)).toEqual(stored.map(order).sort((a, b) => a - b));
+  expect(Object.keys((await v.rows(`SELECT * FROM a_board_rank LIMIT 1`))[0]!)).toEqual(BOARD_RANK_COLUMNS.map(([n]) => n));
+  sameAsDefinition(await v.rows<Record<string, unknown>>(`SELECT * FROM a_board ORDER BY preset, rank`));
   const metaEngine = await v.rows(`SELECT * FROM a_board_meta ORDER BY preset`);
   await buildBoards(db, T);
-  const fromSql = await v.rows<Record<string, unknown>>(`SELECT * FROM a_board ORDER BY preset, rank`);
+  sameAsDefinition(await v.rows<Record<string, unknown>>(`SELECT * FROM a_board ORDER BY preset, rank`));
   expect(await v.rows(`SELECT * FROM a_board_meta ORDER BY preset`)).toEqual(metaEngine);
-  expect(fromEngine.length).toBe(fromSql.length);
-  expect(new Set(fromSql.map((r) => r.preset)).size).toBeGreaterThan(5);
-  expect(Object.keys(fromEngine[0]!)).toEqual(Object.keys(fromSql[0]!));
-  fromSql.forEach((want, k) => {
-    const got = fromEngine[k]!;
-    for (const [col, x] of Object.entries(want)) {
-      // percentiles may differ in the last bit (100 * rank / (n - 1) vs percent_rank * 100)
-      if (col.startsWith('pct_') && typeof x === 'number') expect(got[col] as number).toBeCloseTo(x, 9);
-      else expect([col, got[col]]).toEqual([col, x]);
-    }
-  });
   // leave the engine's boards in place for the tests below
   await writeBoards(db, engine, T);
 });

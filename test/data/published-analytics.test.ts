@@ -64,7 +64,7 @@ describe('published analytics', () => {
     // the builder's next version: a_meta and a board row change in one transaction
     await v.conn.run('BEGIN TRANSACTION');
     await v.conn.run(`UPDATE a_meta SET version = version + 1`);
-    await v.conn.run(`UPDATE a_board SET composite_score = composite_score + 1 WHERE rank = 1`);
+    await v.conn.run(`UPDATE a_board_rank SET composite_score = composite_score + 1 WHERE rank = 1`);
     await v.conn.run('COMMIT');
     const p2 = await publishAnalytics(v.instance, dir);
     expect(p2.version).toBe(p1.version + 1);

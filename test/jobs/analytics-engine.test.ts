@@ -17,6 +17,7 @@ import { duckRunner } from '../../data/runner.ts';
 import { snapshotRunner, type SnapshotRunner } from '../../data/snapshot-runner.ts';
 import { createVenueViews } from '../../data/schema.ts';
 import { AnalyticsEngine } from '../../jobs/analytics/engine.ts';
+import { PRESETS } from '../../core/rankings.ts';
 import { DAY, HOUR, START, batchArb, busyWallet, compareStates, copyVenue, createLiveVenue, tableRows, writeBatch } from '../helpers/live-venue.ts';
 
 const dirs: string[] = [];
@@ -315,7 +316,7 @@ it('a checkpoint held back past its patience is left to the next; after three in
   }
 }, 300_000);
 
-it('a state of engine schema 1 (percentiles inside a_wallet_metrics and the rank base, no a_horizon_fills, no stream state to continue from) is migrated on start, not rebuilt, and refreshes on', async () => {
+it('a state of engine schema 1 (percentiles inside a_wallet_metrics and the rank base, no a_horizon_fills, no stream state to continue from, the boards stored whole) is migrated on start, not rebuilt, and refreshes on', async () => {
   const { t0, instance, conn } = await openSeeded('engine-migrate-', 1);
   try {
     const want = await tableRows(conn, 'venue');
@@ -331,12 +332,19 @@ it('a state of engine schema 1 (percentiles inside a_wallet_metrics and the rank
     for (const [n] of RESUME_COLUMNS) await conn.run(`ALTER TABLE a_position_state DROP COLUMN ${n}`);
     await conn.run(`DELETE FROM a_position_state WHERE first_ts IS NULL`);
     await conn.run(`ALTER TABLE a_holds DROP COLUMN episode`);
+    // schema 5's: the board's view over its stored ranks (before: the board stored whole, a table in (preset, rank) order)
+    await conn.run(`CREATE TABLE a_board_whole AS SELECT * FROM a_board ORDER BY list_position(${JSON.stringify(PRESETS.map((p) => p.slug)).replace(/"/g, "'")}, preset), rank`);
+    await conn.run(`DROP VIEW a_board`);
+    await conn.run(`DROP TABLE a_board_rank`);
+    await conn.run(`ALTER TABLE a_board_whole RENAME TO a_board`);
     await conn.run(`UPDATE a_meta SET engine_schema = 1`);
     const logs: string[] = [];
     const engine = await AnalyticsEngine.open(instance, { now: () => new Date(START + t0), log: (m) => logs.push(m) });
     expect(logs.join('\n')).toMatch(/resumed version 1/);
     const migrated = await tableRows(conn, 'venue');
     expect(compareStates(withoutResumeState(migrated), withoutResumeState(want))).toEqual([]);
+    const [board] = await queryRows<{ k: string }>(conn, `SELECT table_type AS k FROM information_schema.tables WHERE table_catalog = 'venue' AND table_name = 'a_board'`);
+    expect(board!.k).toBe('VIEW');
     const [nulls] = await queryRows<{ n: number }>(conn, `SELECT count(*) AS n FROM a_position_state WHERE raw_shares IS NULL`);
     expect(Number(nulls!.n)).toBeGreaterThan(0); // restreamed, not continued, when they next change
     // and it refreshes on from there, equal to a full build
