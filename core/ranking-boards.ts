@@ -2,7 +2,7 @@
  * The stored boards: a RankingEngine loaded over the current a_rank_base scores every preset into a_board_rank and
  * a_board_meta (the rows and order boardSql defines, core/rankings.ts; the view a_board adds the rank-base columns).
  */
-import { BOARD_RANK_COLUMNS, BOARD_RANK_DDL, METRIC_IDS, PRESETS, RankingConfig, writeBoardView, type MetricId } from './rankings.ts';
+import { BOARD_META_DDL, BOARD_RANK_COLUMNS, BOARD_RANK_DDL, BOARD_TOP_RANKS, METRIC_IDS, PRESETS, RankingConfig, boardMetaRow, writeBoardViews, type MetricId } from './rankings.ts';
 import type { AsOf, ColumnarRunner } from './query.ts';
 import { loadRankColumns, type RankColumns } from './rank-columns.ts';
 import { metricOrders } from './ranking-orders.ts';
@@ -29,10 +29,11 @@ export async function scoreBoards(db: ColumnarRunner, asOf: AsOf, ordersOf?: Ord
  * Score every preset into a_board_rank and a_board_meta with the in-memory engine: the rows, ranks, composites and
  * percentiles boardSql gives (core/rankings.ts buildBoards, the SQL definition; test/core/ranking-engine.test.ts holds
  * them equal), at a fraction of the cost: each preset is a few passes over the columns. The rows' other columns are
- * their wallets' rank-base columns (the view a_board): not written again.
+ * their wallets' rank-base columns (the view a_board): not written again, but for each preset's first `top` rows
+ * (a_board_top).
  */
-export async function writeBoards(db: ColumnarRunner, engine: RankingEngine, asOf: AsOf, pause: () => Promise<void> = yieldToEventLoop): Promise<void> {
-  await db.run(`CREATE OR REPLACE TABLE a_board_meta (preset VARCHAR, cohort_size BIGINT, gate_counts BIGINT[], scored BIGINT, total_rows BIGINT)`);
+export async function writeBoards(db: ColumnarRunner, engine: RankingEngine, asOf: AsOf, pause: () => Promise<void> = yieldToEventLoop, top = BOARD_TOP_RANKS): Promise<void> {
+  await db.run(BOARD_META_DDL);
   // the writer takes no text: the preset's number goes to a narrow temp table, and one copy in its order names it
   const columns = [{ name: 'preset_no', type: 'INTEGER' as const }, ...BOARD_RANK_COLUMNS.slice(1).map(([name, type]) => ({ name, type: type as 'INTEGER' | 'DOUBLE' }))];
   const wallet = engine.cols.walletId;
@@ -62,7 +63,7 @@ export async function writeBoards(db: ColumnarRunner, engine: RankingEngine, asO
         w.next();
       }
     }), paced);
-    meta.push(`('${p.slug}', ${e.cohort}, [${e.counts.join(',')}]::BIGINT[], ${e.scored}, ${e.total})`);
+    meta.push(boardMetaRow(p.slug, e, top));
   }
   await w.close();
   await db.run(`INSERT INTO a_board_meta VALUES ${meta.join(', ')}`);
@@ -71,5 +72,5 @@ export async function writeBoards(db: ColumnarRunner, engine: RankingEngine, asO
   await db.run(BOARD_RANK_DDL);
   await db.run(`INSERT INTO a_board_rank SELECT ${slugs}[preset_no + 1], ${BOARD_RANK_COLUMNS.slice(1).map(([n]) => n).join(', ')} FROM board_rows`);
   await db.run(`DROP TABLE IF EXISTS board_rows`);
-  await writeBoardView(db);
+  await writeBoardViews(db, top);
 }

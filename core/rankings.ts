@@ -387,10 +387,41 @@ export const BOARD_VIEW_SQL = `CREATE OR REPLACE VIEW a_board AS
     ${METRIC_IDS.map((id) => [...boardMetricColumns([id]), `b.pct_${id}`].join(', ')).join(', ')}, b.composite_score
   FROM a_board_rank b JOIN a_rank_base r USING (wallet_id)`;
 
-/** a_board as the view over a_board_rank (a state of engine schema 4 or older stored it as a table). */
-export async function writeBoardView(db: QueryRunner): Promise<void> {
+/**
+ * The ranks of each preset whose rows are also stored whole, in a_board_top: the pages most read. A page within them
+ * is one read of a rank range (full scale: ~14 ms for 50 rows); past them, the stored ranks and then their wallets by
+ * id (boardPageRows: the rank base is scanned for the ids, ~30 ms for 50 rows, ~150 ms for 500).
+ */
+export const BOARD_TOP_RANKS = 1000;
+
+/** a_board_meta: each preset's explain counts, and how many of its first rows a_board_top holds (top_rows). */
+export const BOARD_META_DDL = `CREATE OR REPLACE TABLE a_board_meta (preset VARCHAR, cohort_size BIGINT, gate_counts BIGINT[], scored BIGINT, total_rows BIGINT, top_rows BIGINT)`;
+
+/** a_board_meta's row of a preset: its explain counts, and the rows a_board_top holds of its `e.total`. */
+export function boardMetaRow(slug: string, e: ExplainCounts, top: number): string {
+  return `('${slug}', ${e.cohort}, [${e.counts.join(',')}]::BIGINT[], ${e.scored}, ${e.total}, ${Math.min(e.total, top)})`;
+}
+
+/** a_board_top: every column of a_board, for the first `top` ranks of each preset. */
+export const boardTopSql = (top: number) => `CREATE OR REPLACE TABLE a_board_top AS SELECT * FROM a_board WHERE rank <= ${top} ORDER BY preset, rank`;
+
+/**
+ * Once a_board_rank holds every preset: the view a_board over it (a state of engine schema 4 or older stored the board
+ * whole, as a table) and the head of each board stored whole (a_board_top).
+ */
+export async function writeBoardViews(db: QueryRunner, top: number): Promise<void> {
   await dropRelation(db, 'a_board');
   await db.run(BOARD_VIEW_SQL);
+  await db.run(boardTopSql(top));
+}
+
+/**
+ * The relation to read a preset's ranks up to `upTo` from: a_board_top when it holds them (or the whole board), else
+ * the view a_board.
+ */
+export async function boardHead(db: QueryRunner, slug: string, upTo: number): Promise<'a_board_top' | 'a_board'> {
+  const [m] = await db.all<{ top_rows: number; total_rows: number }>(`SELECT top_rows, total_rows FROM a_board_meta WHERE preset = '${slug}'`);
+  return m && (upTo <= Number(m.top_rows) || Number(m.top_rows) >= Number(m.total_rows)) ? 'a_board_top' : 'a_board';
 }
 
 function sortExpr(sortBy: 'composite' | MetricId, dir: 'best_first' | 'worst_first'): string {
@@ -483,17 +514,20 @@ export async function ensureWalletLinks(db: QueryRunner): Promise<void> {
   await db.run(`CREATE TABLE IF NOT EXISTS wallet_links (wallet_id INTEGER NOT NULL, user_id VARCHAR NOT NULL)`);
 }
 
-/** Score every preset into a_board_rank (and its explain counts into a_board_meta) as of the build's T, in SQL. */
-export async function buildBoards(db: QueryRunner, asOf: AsOf): Promise<void> {
-  await db.run(`CREATE OR REPLACE TABLE a_board_meta (preset VARCHAR, cohort_size BIGINT, gate_counts BIGINT[], scored BIGINT, total_rows BIGINT)`);
+/**
+ * Score every preset into a_board_rank (its explain counts into a_board_meta, its first `top` rows whole into
+ * a_board_top) as of the build's T, in SQL.
+ */
+export async function buildBoards(db: QueryRunner, asOf: AsOf, top = BOARD_TOP_RANKS): Promise<void> {
+  await db.run(BOARD_META_DDL);
   await db.run(BOARD_RANK_DDL);
-  await writeBoardView(db);
   for (const p of PRESETS) {
     const cfg = RankingConfig.parse(p.config);
     await db.run(`INSERT INTO a_board_rank SELECT '${p.slug}', ${BOARD_RANK_COLUMNS.slice(1).map(([n]) => n).join(', ')} FROM (${boardSql(cfg, asOf)}) ORDER BY rank`);
     const e = await explainCounts(db, cfg, asOf, `a_board_rank WHERE preset = '${p.slug}'`);
-    await db.run(`INSERT INTO a_board_meta VALUES ('${p.slug}', ${e.cohort}, [${e.counts.join(',')}]::BIGINT[], ${e.scored}, ${e.total})`);
+    await db.run(`INSERT INTO a_board_meta VALUES ${boardMetaRow(p.slug, e, top)}`);
   }
+  await writeBoardViews(db, top);
 }
 
 function scoredPredicate(cfg: RankingConfig): string {
@@ -594,6 +628,11 @@ function clusterId(address: string): string {
  * the time goes with the columns it carries (at 2.8M rows: 40 ms for all 60, 20 for these).
  */
 const PAGE_ROW_COLUMNS = ['wallet_id', 'last_trade_at', ...ROW_COLUMNS];
+
+/** A stored board's columns a page reads (PAGE_ROW_COLUMNS, its rank and composite, and the breakdown's). */
+function boardPageColumns(breakdown: readonly MetricId[]): string {
+  return [...PAGE_ROW_COLUMNS, 'rank', 'composite_score', ...breakdown.flatMap((id) => [`pct_${id}`, `ms_${id}`])].join(', ');
+}
 
 /**
  * A preset's board rows as a page shows them (PAGE_ROW_COLUMNS, rank, composite, the breakdown's percentiles and
@@ -711,13 +750,17 @@ export async function presetRanking(db: QueryRunner, slug: string, overridesInpu
   if (ov.active_within_days !== undefined) where.push(`last_trade_at > ${tsLiteral(meta.as_of)} - INTERVAL ${ov.active_within_days} DAY`);
   if (ov.best_category !== undefined) where.push(`best_category = '${ov.best_category.replace(/'/g, "''")}'`);
   const order = cfg.sort_by === 'composite' ? 'rank' : `${sortExpr(cfg.sort_by, cfg.sort_dir)}, rank`;
-  // The board is stored in (preset, rank) order: the plain view is a rank range (zone maps skip the rest); a narrowed
-  // or re-sorted view picks its wallet ids with a narrow top-N first, then reads only those wide rows.
+  // The boards are stored in (preset, rank) order: the plain view is a rank range (zone maps skip the rest), read whole
+  // from a_board_top within its ranks; a narrowed or re-sorted view picks its wallet ids with a narrow top-N first.
   let board: Record<string, unknown>[];
   // only the columns the page shows (a board row is ~90 columns wide: all of them cost 11 ms of a 16 ms preset at 2.8M)
   const breakdown = breakdownIdsFor(cfg);
   if (!narrowed && cfg.sort_by === 'composite') {
-    board = await boardPageRows(db, preset.slug, `rank > ${cfg.offset} AND rank <= ${cfg.offset + cfg.limit}`, breakdown);
+    const range = `rank > ${cfg.offset} AND rank <= ${cfg.offset + cfg.limit}`;
+    board =
+      (await boardHead(db, preset.slug, cfg.offset + cfg.limit)) === 'a_board_top'
+        ? await db.all(`SELECT ${boardPageColumns(breakdown)} FROM a_board_top WHERE preset = '${preset.slug}' AND ${range} ORDER BY rank`)
+        : await boardPageRows(db, preset.slug, range, breakdown);
   } else {
     // the filters and the sort are on rank-base columns: the page's ids through the view, then its rows as above
     const ids = (await db.all<{ wallet_id: number }>(`SELECT wallet_id FROM a_board WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${cfg.limit} OFFSET ${cfg.offset}`)).map((r) => Number(r.wallet_id));

@@ -15,7 +15,7 @@
  *  meta          a_meta (as_of, built_at, version, watermark)
  */
 import { A_LEGS, CLUSTER_RULES, buildClusters } from '../clusters.ts';
-import { BOARD_RANK_COLUMNS, BOARD_VIEW_SQL, writeRankBase } from '../rankings.ts';
+import { BOARD_RANK_COLUMNS, BOARD_TOP_RANKS, BOARD_VIEW_SQL, boardTopSql, writeRankBase } from '../rankings.ts';
 import { scoreBoards, type OrdersOf } from '../ranking-boards.ts';
 import type { RankingEngine } from '../ranking-engine.ts';
 import { sharpCutoff } from '../tags.ts';
@@ -43,8 +43,9 @@ export const ENGINE_SCHEMA = 5;
  * - 3 -> 4: a_position_state gets the stream's unrounded state (a refresh continues a position from it) and a row
  *   for each wallet that only redeemed a token; a_holds its episode numbers. The state columns stay NULL (and the
  *   position is restreamed, not continued, when it next changes): only a restream can give them.
- * - 4 -> 5: the boards store their ranks alone (a_board_rank, in the same order); a_board becomes the view that adds
- *   the rank-base columns (core/rankings.ts BOARD_VIEW_SQL).
+ * - 4 -> 5: the boards store their ranks alone (a_board_rank, in the same order) and their first ranks whole
+ *   (a_board_top; a_board_meta.top_rows); a_board becomes the view that adds the rank-base columns (core/rankings.ts
+ *   BOARD_VIEW_SQL).
  */
 export const ENGINE_MIGRATIONS: Record<number, readonly string[]> = {
   1: [
@@ -70,6 +71,9 @@ export const ENGINE_MIGRATIONS: Record<number, readonly string[]> = {
   4: [
     // a scan keeps the stored (preset, rank) order
     `CREATE OR REPLACE TABLE a_board_rank AS SELECT ${BOARD_RANK_COLUMNS.map(([n, t]) => `${n}::${t} AS ${n}`).join(', ')} FROM a_board`,
+    boardTopSql(BOARD_TOP_RANKS),
+    `ALTER TABLE a_board_meta ADD COLUMN top_rows BIGINT`,
+    `UPDATE a_board_meta SET top_rows = least(total_rows, ${BOARD_TOP_RANKS})`,
     `DROP TABLE a_board`,
     BOARD_VIEW_SQL,
     `UPDATE a_meta SET engine_schema = 5`,

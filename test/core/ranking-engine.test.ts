@@ -15,7 +15,7 @@ import { boardOrder, boardOrderSteps, metricOrders, sortSteps, sortedMeasured, s
 import { writeBoards } from '../../core/ranking-boards.ts';
 import { drain } from '../../core/steps.ts';
 import { patchEngine, patchSteps } from '../../core/ranking-patch.ts';
-import { BOARD_RANK_COLUMNS, GATE_FIELDS, breakdownIdsFor, boardSql, METRIC_IDS, METRICS, PRESETS, RankingConfig, buildBoards, customRanking, type GateField, type MetricId } from '../../core/rankings.ts';
+import { BOARD_RANK_COLUMNS, BOARD_TOP_RANKS, GATE_FIELDS, breakdownIdsFor, boardSql, METRIC_IDS, METRICS, PRESETS, RankingConfig, buildBoards, customRanking, type GateField, type MetricId } from '../../core/rankings.ts';
 import { SMART_MONEY_TAGS } from '../../core/tags.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { metricOrdersOffThread } from '../../jobs/analytics/rank-orders.ts';
@@ -200,6 +200,10 @@ it('writes every preset board as the SQL definition does: rows, order, every col
   expect(stored.map(order)).toEqual(stored.map(order).sort((a, b) => a - b));
   expect(Object.keys((await v.rows(`SELECT * FROM a_board_rank LIMIT 1`))[0]!)).toEqual(BOARD_RANK_COLUMNS.map(([n]) => n));
   sameAsDefinition(await v.rows<Record<string, unknown>>(`SELECT * FROM a_board ORDER BY preset, rank`));
+  // and each board's head whole
+  const head = await v.rows(`SELECT * FROM a_board_top ORDER BY preset, rank`);
+  expect(head.length).toBeGreaterThan(0);
+  expect(head).toEqual(await v.rows(`SELECT * FROM a_board WHERE rank <= ${BOARD_TOP_RANKS} ORDER BY preset, rank`));
   const metaEngine = await v.rows(`SELECT * FROM a_board_meta ORDER BY preset`);
   await buildBoards(db, T);
   sameAsDefinition(await v.rows<Record<string, unknown>>(`SELECT * FROM a_board ORDER BY preset, rank`));

@@ -149,6 +149,37 @@ describe('every preset board against a brute-force reference', () => {
   }, 300_000);
 });
 
+describe('pages past the board head stored whole', () => {
+  it('answer as pages within it: the stored ranks, then their wallets by id', async () => {
+    const db = duckRunner(v.conn);
+    const pages = [
+      { limit: 7 },
+      { offset: 5, limit: 9 },
+      { offset: 40, limit: 500 },
+      { limit: 3, extra_metrics: ['brier', 'alpha_24h'] as MetricId[] },
+      { active_within_days: 3, limit: 12 },
+      { sort_by: 'volume' as const, offset: 2, limit: 6 },
+    ];
+    const answers = async () => {
+      const out: unknown[] = [];
+      for (const p of PRESETS) for (const q of pages) out.push((({ query_ms: _, ...rest }) => rest)(await presetRanking(db, p.slug, q, NOW)));
+      return out;
+    };
+    // every page within the head (the head is the whole board)
+    await buildBoards(db, T, 1_000_000);
+    const whole = await answers();
+    const [m] = await v.rows<{ n: number; top: number }>(`SELECT min(total_rows) AS n, min(top_rows) AS top FROM a_board_meta`);
+    expect(Number(m!.top)).toBe(Number(m!.n));
+    // a head of 4 rows: every page but the first ones reads the ranks and then the rank base
+    await buildBoards(db, T, 4);
+    expect((await v.rows<{ n: number }>(`SELECT count(*)::INTEGER AS n FROM a_board_top`))[0]!.n).toBe(4 * PRESETS.length);
+    const [top] = await v.rows<Row>(`SELECT * FROM a_board_top WHERE preset = 'top-pnl' AND rank = 4`);
+    expect(top).toEqual((await v.rows<Row>(`SELECT * FROM a_board WHERE preset = 'top-pnl' AND rank = 4`))[0]);
+    expect(await answers()).toEqual(whole);
+    await buildBoards(db, T);
+  }, 300_000);
+});
+
 describe('copies_badly in SQL', () => {
   it('equals the copy-fitness verdict on every wallet', async () => {
     const rows = await v.rows<Row>(`SELECT * FROM a_rank_base`);

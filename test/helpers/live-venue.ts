@@ -193,6 +193,8 @@ export const ANALYTICS_TABLES: Record<string, string[]> = {
   a_cluster_pairs: ['a', 'b'],
   a_rank_base: ['wallet_id'],
   a_board: ['preset', 'rank'],
+  a_board_rank: ['preset', 'rank'],
+  a_board_top: ['preset', 'rank'],
   a_board_meta: ['preset'],
 };
 

@@ -332,10 +332,13 @@ it('a state of engine schema 1 (percentiles inside a_wallet_metrics and the rank
     for (const [n] of RESUME_COLUMNS) await conn.run(`ALTER TABLE a_position_state DROP COLUMN ${n}`);
     await conn.run(`DELETE FROM a_position_state WHERE first_ts IS NULL`);
     await conn.run(`ALTER TABLE a_holds DROP COLUMN episode`);
-    // schema 5's: the board's view over its stored ranks (before: the board stored whole, a table in (preset, rank) order)
+    // schema 5's: the board's view over its stored ranks, the boards' heads (before: the board stored whole, a table in
+    // (preset, rank) order)
     await conn.run(`CREATE TABLE a_board_whole AS SELECT * FROM a_board ORDER BY list_position(${JSON.stringify(PRESETS.map((p) => p.slug)).replace(/"/g, "'")}, preset), rank`);
     await conn.run(`DROP VIEW a_board`);
     await conn.run(`DROP TABLE a_board_rank`);
+    await conn.run(`DROP TABLE a_board_top`);
+    await conn.run(`ALTER TABLE a_board_meta DROP COLUMN top_rows`);
     await conn.run(`ALTER TABLE a_board_whole RENAME TO a_board`);
     await conn.run(`UPDATE a_meta SET engine_schema = 1`);
     const logs: string[] = [];
