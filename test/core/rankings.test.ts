@@ -24,6 +24,7 @@ import {
   type MetricId,
 } from '../../core/rankings.ts';
 import { TtlCache, cacheKey } from '../../core/ttl-cache.ts';
+import { PUBLIC_BOARD, TidIndex, publicTraderTeaser } from '../../core/public/index.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { makeVenue, type TestVenue } from '../helpers/venue.ts';
 
@@ -217,6 +218,30 @@ describe('users with several wallets', () => {
     await v.conn.run(`DELETE FROM wallet_links`);
     await db.run(rankBaseSql());
     await buildBoards(db, T);
+  }, 120_000);
+});
+
+describe('the public trader teaser of a linked wallet', () => {
+  it("shows its user's row of the public board (the user's best wallet), not none", async () => {
+    const db = duckRunner(v.conn);
+    const top = (await v.rows<{ wallet_id: number }>(`SELECT wallet_id FROM a_board_rank WHERE preset = '${PUBLIC_BOARD}' ORDER BY rank LIMIT 3`)).map((r) => r.wallet_id);
+    const [a, , c] = top;
+    await v.conn.run(`DELETE FROM wallet_links`);
+    await v.conn.run(`INSERT INTO wallet_links VALUES (${a}, 'user-2'), (${c}, 'user-2')`);
+    await db.run(rankBaseSql());
+    await buildBoards(db, T);
+    try {
+      const [row] = await v.rows<{ rank: number; composite_score: number }>(`SELECT rank, composite_score FROM a_board_rank WHERE preset = '${PUBLIC_BOARD}' AND wallet_id = ${a}`);
+      expect((await v.rows(`SELECT 1 FROM a_board_rank WHERE preset = '${PUBLIC_BOARD}' AND wallet_id = ${c}`)).length).toBe(0);
+      const [{ address }] = (await v.rows<{ address: string }>(`SELECT address FROM wallets WHERE wallet_id = ${c}`)) as [{ address: string }];
+      const teaser = await publicTraderTeaser(db, { kind: 'address', address }, NOW, new TidIndex('k'.repeat(32)));
+      expect(teaser.rank).toBe(Number(row!.rank));
+      expect(teaser.composite_score).toBeCloseTo(Number(row!.composite_score), 12);
+    } finally {
+      await v.conn.run(`DELETE FROM wallet_links`);
+      await db.run(rankBaseSql());
+      await buildBoards(db, T);
+    }
   }, 120_000);
 });
 
