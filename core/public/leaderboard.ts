@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { MIN_RESOLVED_MARKETS } from '../calibration.ts';
 import type { AsOf, QueryRunner } from '../query.ts';
-import { PRESETS, RankingConfig, boardHead, explainGates, presetBySlug } from '../rankings.ts';
+import { PRESETS, RankingConfig, boardHead, boardMeta, explainGates, presetBySlug } from '../rankings.ts';
 import { PUBLIC_BOARD, ageSeconds, count, int0, intParam, maybe, num, num0, publicT, requireBuild, safeLabel, sqlStr, str, usd } from './shared.ts';
 import type { TidIndex } from './tids.ts';
 
@@ -49,13 +49,13 @@ export async function publicLeaderboard(db: QueryRunner, now: AsOf, limitIn: num
   const build = await requireBuild(db, true);
   const T = publicT(now, build);
   const preset = presetBySlug(slug);
+  const stored = await boardMeta(db, preset.slug);
   const rows = await db.all<Record<string, unknown>>(
     `SELECT b.rank, b.address, b.username, b.pseudonym, b.verified, b.composite_score, b.realized_pnl, b.lifetime_volume_usdc,
       b.trade_count, b.win_rate_pct, b.n_resolved_markets, b.calibration_ranked, b.calibration_excess_z, m.calibration_excess_z_pctile
-    FROM ${await boardHead(db, preset.slug, limit)} b LEFT JOIN a_wallet_pctiles m USING (wallet_id)
+    FROM ${boardHead(stored, limit)} b LEFT JOIN a_wallet_pctiles m USING (wallet_id)
     WHERE b.preset = ${sqlStr(preset.slug)} AND b.rank <= ${limit} ORDER BY b.rank`,
   );
-  const [t] = await db.all<{ n: number }>(`SELECT count(*)::INTEGER AS n FROM a_board_rank WHERE preset = ${sqlStr(preset.slug)}`);
   return {
     preset: preset.slug,
     title: preset.title,
@@ -78,7 +78,7 @@ export async function publicLeaderboard(db: QueryRunner, now: AsOf, limitIn: num
         calibration_excess_z_pctile: measured ? num(r.calibration_excess_z_pctile) : null,
       };
     }),
-    total_rows: int0(t?.n),
+    total_rows: int0(stored?.total_rows),
     snapshot_age_seconds: ageSeconds(T, build),
     as_of: build.toISOString(),
   };
