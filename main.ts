@@ -326,6 +326,8 @@ else if (!builds || env.LIVE_TAIL === 'on') {
     rankers = new RankerCache((fn) => p.withInstance(fn), 2, log);
     p.on('switched', (ptr, ms) => {
       log(`analytics v${ptr.version} as of ${ptr.as_of} served: opened in ${ms.toFixed(0)} ms, ${Date.now() - Date.parse(ptr.published_at)} ms after its publication`);
+      // the new file's preset heads are loaded first: its plain presets read SQL until then, never the old file's heads
+      rankers.announce(ptr.version);
       void rankers.refresh();
     });
     p.on('error', (e) => console.error(`  published analytics: ${e.message} (serving v${p.db.version()})`));
@@ -526,9 +528,9 @@ else if (!builds || env.LIVE_TAIL === 'on') {
   if (builds) engine.on('published', (p, r) => {
     if (publishes && Date.now() - lastPublish >= env.PUBLISH_EVERY_MS) publishNow();
     void venueLookup.reloadTags().catch(() => {});
-    // the engine the builder scored the boards with serves this version's custom rankings
-    if (r.ranker) rankers.adopt(p.version, r.ranker);
-    else void rankers.refresh();
+    // the engine the builder scored the boards with serves this version's custom rankings, its preset heads the plain
+    // preset pages
+    rankers.published(p.version, r);
     if ('new_legs' in r) {
       // the slowest steps, so an operator sees where a refresh spends its time
       const steps = Object.entries(r.seconds).sort((x, y) => y[1] - x[1]).slice(0, 4).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ');

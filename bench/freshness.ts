@@ -14,6 +14,9 @@
  *
  *   npm run bench:freshness -- [--db PATH --wallets N --days D --seed S] [--rate 68] [--seconds 300]
  *        [--refresh-ms 0] [--probe-ms 250] [--memory-limit 5GB] [--warmup-refreshes 0] [--across-commit on|off]
+ *        [--preset-heads on|off]
+ * --preset-heads off: every preset page reads SQL (the announced version's heads in memory are not offered), as before
+ * session 20, for a comparison on the same machine.
  * --across-commit off: the refresh's commit runs alone, as before session 18 (requests that begin during it wait for
  * DuckDB's commit lock), for a comparison on the same machine; the slow requests are grouped by moment ('commit').
  * --warmup-refreshes N: N refreshes right after the tail starts, reported apart and left out of the figures (a bench
@@ -46,9 +49,11 @@ const Args = z.object({
   'warmup-refreshes': z.coerce.number().int().min(0).default(0),
   // 'off': the refresh commits alone, as before session 18 (a comparison on the same machine)
   'across-commit': z.enum(['on', 'off']).default('on'),
+  // 'off': every preset page reads SQL, as before session 20 (the heads in memory are not offered to the API)
+  'preset-heads': z.enum(['on', 'off']).default('on'),
 });
 const { values } = parseArgs({
-  options: Object.fromEntries(['db', 'wallets', 'days', 'seed', 'rate', 'seconds', 'refresh-ms', 'probe-ms', 'memory-limit', 'warmup-refreshes', 'across-commit'].map((k) => [k, { type: 'string' as const }])),
+  options: Object.fromEntries(['db', 'wallets', 'days', 'seed', 'rate', 'seconds', 'refresh-ms', 'probe-ms', 'memory-limit', 'warmup-refreshes', 'across-commit', 'preset-heads'].map((k) => [k, { type: 'string' as const }])),
 });
 const a = Args.parse(values);
 const { venue, dbPath } = liveVenue(a);
@@ -98,7 +103,13 @@ const rankers = new RankerCache(instance, 2, (m) => process.stderr.write(`${m}\n
 await rankers.refresh();
 
 // every preset request is computed (presetCacheMs 0): the uncached figure
-const { base, bearer, close: closeApp } = await startBenchApp({ db: apiDb, dbScope: apiDb.middleware, rankers, venueNow, presetCacheMs: 0 });
+const { base, bearer, close: closeApp } = await startBenchApp({
+  db: apiDb,
+  dbScope: apiDb.middleware,
+  rankers: a['preset-heads'] === 'on' ? rankers : { at: (v: number) => rankers.at(v) },
+  venueNow,
+  presetCacheMs: 0,
+});
 
 // --- the run
 const arrivals: TailArrival[] = [];
@@ -120,10 +131,10 @@ engine.on('published', (p, r) => {
   publishes.push(rec);
   const counts = 'new_legs' in r ? ` legs ${r.new_legs}, positions ${r.positions}, wallets ${r.wallets} (marks ${r.mark_wallets})` : '';
   process.stderr.write(`  v${p.version}: refresh ${r.total_seconds.toFixed(1)} s${counts} ${JSON.stringify(r.seconds)}\n`);
-  if (r.ranker) {
-    rankers.adopt(p.version, r.ranker);
-    rec.rankerMs = Date.now();
-  } else
+  // its preset heads (read before the commit) answer the plain preset pages, its engine the custom rankings
+  rankers.published(p.version, r);
+  if (rankers.at(p.version)) rec.rankerMs = Date.now();
+  else
     void rankers.refresh().then(() => {
       if (rankers.at(p.version)) rec.rankerMs = Date.now();
     });

@@ -5,7 +5,8 @@
  * The cohort is the demo venue's analytics build (100k wallets, from `npm run analytics:build -- --venue <demo dir>
  * --db var/demo-analytics.duckdb`) replicated `copies` times with fresh wallet ids and addresses, so the ranking
  * path (boards, gate counts, row assembly) runs at full scale without the full-scale build. Prints the board build
- * time, and p50 / p95 / max of uncached preset rankings (plain and with overrides) and of custom rankings, in SQL
+ * time, and p50 / p95 / max of uncached preset rankings (plain and with overrides; the plain ones also from the
+ * version's board heads in memory, as the service answers them, with the heads' load time) and of custom rankings, in SQL
  * and through the in-memory ranker the service keeps per analytics version (its load time too). Custom configs
  * are random valid RankingConfigs (cohort filters, gates, weights, sorts, pages), the same for both paths; then
  * configs weighting 3, 7 and every metric, over the whole cohort and gated (in memory only). Last, the longest step of
@@ -15,7 +16,8 @@
 import { parseArgs } from 'node:util';
 import { rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { METRIC_IDS, PRESETS, RankingConfig, breakdownIdsFor, buildBoards, customRanking, presetRanking } from '../core/rankings.ts';
+import { METRIC_IDS, PRESETS, RankingConfig, breakdownIdsFor, buildBoards, customRanking } from '../core/rankings.ts';
+import { loadPresetHeads, presetRanking } from '../core/preset-rankings.ts';
 import { openDuckDB, queryRows, sqlString } from '../data/duckdb.ts';
 import { duckRunner } from '../data/runner.ts';
 import { RankingEngine, VersionRanker } from '../core/ranking-engine.ts';
@@ -73,6 +75,12 @@ for (let i = 0; i < runs; i++) {
   plain.push(await time(() => presetRanking(db, p.slug, { limit: 50 }, now)));
   overridden.push(await time(() => presetRanking(db, p.slug, { limit: 50, active_within_days: 30, sort_by: 'volume', extra_metrics: ['sharpe', 'alpha_24h'] }, now)));
 }
+// the plain pages from the version's board heads in memory, as the service answers them once the version is announced
+const tHeads = performance.now();
+const heads = await loadPresetHeads(db);
+const headsLoadSeconds = (performance.now() - tHeads) / 1000;
+const fromHeads: number[] = [];
+for (let i = 0; i < runs; i++) fromHeads.push(await time(() => presetRanking(db, PRESETS[i % PRESETS.length]!.slug, { limit: 50 }, now, { presetHeads: () => heads })));
 const custom: number[] = [];
 const configs = [
   { gates: [{ field: 'calibration_ranked', op: 'eq', value: true }], weights: { calibration: 1, alpha_24h: 1 } },
@@ -173,6 +181,9 @@ console.log(
       load_seconds: Number(loadSeconds.toFixed(1)),
       boards_build_seconds: Number(boardSeconds.toFixed(1)),
       preset_uncached: stats(plain),
+      // the same pages from the announced version's heads in memory (no statement), and what reading the heads costs
+      preset_from_heads: stats(fromHeads),
+      preset_heads_load_seconds: Number(headsLoadSeconds.toFixed(2)),
       preset_with_overrides_uncached: stats(overridden),
       custom_sql: stats(custom),
       custom_random_sql: stats(customRandomSql),

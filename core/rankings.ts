@@ -6,7 +6,8 @@
  *
  * Presets are scored once per analytics build into `a_board_rank` (every catalogue metric's percentile is stored, so
  * extra_metrics cost nothing at query time); the view `a_board` adds each row's rank-base columns. A preset request
- * filters and re-sorts the board and reads at most `limit` base rows. Custom rankings run the same SQL at request time.
+ * (core/preset-rankings.ts) filters and re-sorts the board and reads at most `limit` base rows. Custom rankings run
+ * the same SQL at request time.
  */
 import { getAddress } from 'viem';
 import { z } from 'zod';
@@ -15,6 +16,7 @@ import { dropRelation, tsLiteral, type AsOf, type QueryRunner } from './query.ts
 import { SMART_MONEY_TAGS } from './tags.ts';
 import { COPY_RULES, verdictFor } from './trader/index.ts';
 import { verdictInputsFromRow } from './wallet-style.ts';
+import type { PresetHeads } from './preset-rankings.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Metric catalogue and gateable fields
@@ -373,7 +375,7 @@ export const BOARD_RANK_COLUMNS: readonly (readonly [string, 'VARCHAR' | 'INTEGE
 export const BOARD_RANK_DDL = `CREATE OR REPLACE TABLE a_board_rank (${BOARD_RANK_COLUMNS.map(([n, t]) => `${n} ${t}`).join(', ')})`;
 
 /** A metric's measured flag and value as a board row shows them (ms_<m>, val_<m>), over rank-base columns. */
-function boardMetricColumns(ids: readonly MetricId[], values = true): string[] {
+export function boardMetricColumns(ids: readonly MetricId[], values = true): string[] {
   return ids.flatMap((id) => [`(${METRICS[id].measured}) AS ms_${id}`, ...(values ? [`(${METRICS[id].value})::DOUBLE AS val_${id}`] : [])]);
 }
 
@@ -436,7 +438,7 @@ export function boardHead(m: BoardMeta | undefined, upTo: number): 'a_board_top'
   return m && (upTo <= Number(m.top_rows) || Number(m.top_rows) >= Number(m.total_rows)) ? 'a_board_top' : 'a_board';
 }
 
-function sortExpr(sortBy: 'composite' | MetricId, dir: 'best_first' | 'worst_first'): string {
+export function sortExpr(sortBy: 'composite' | MetricId, dir: 'best_first' | 'worst_first'): string {
   if (sortBy === 'composite') return `composite_score ${dir === 'best_first' ? 'DESC' : 'ASC'}`;
   const better = METRICS[sortBy].better;
   const desc = (better === 'higher') === (dir === 'best_first');
@@ -455,7 +457,7 @@ export interface ExplainCounts {
  * One aggregate pass over the cohort: its size, the rows remaining after each gate in order, and the rows with a
  * measured weighted metric; `total` counts the rows of the finished board (`boardFrom`: a FROM clause).
  */
-async function explainCounts(db: QueryRunner, cfg: RankingConfig, asOf: AsOf, boardFrom: string): Promise<ExplainCounts> {
+export async function explainCounts(db: QueryRunner, cfg: RankingConfig, asOf: AsOf, boardFrom: string): Promise<ExplainCounts> {
   const gates = cfg.gates.map(gateSql);
   const cols = gates.map((_, i) => `count(*) FILTER (WHERE ${gates.slice(0, i + 1).join(' AND ')}) AS g${i}`);
   const [c] = await db.all<Record<string, number>>(
@@ -639,42 +641,17 @@ function clusterId(address: string): string {
  * custom ranking's page reads only these: DuckDB joins a `wallet_id IN (...)` list against every row of the base, and
  * the time goes with the columns it carries (at 2.8M rows: 40 ms for all 60, 20 for these).
  */
-const PAGE_ROW_COLUMNS = ['wallet_id', 'last_trade_at', ...ROW_COLUMNS];
+export const PAGE_ROW_COLUMNS = ['wallet_id', 'last_trade_at', ...ROW_COLUMNS];
 
 /** A stored board's columns a page reads (PAGE_ROW_COLUMNS, its rank and composite, and the breakdown's). */
-function boardPageColumns(breakdown: readonly MetricId[]): string {
+export function boardPageColumns(breakdown: readonly MetricId[]): string {
   return [...PAGE_ROW_COLUMNS, 'rank', 'composite_score', ...breakdown.flatMap((id) => [`pct_${id}`, `ms_${id}`])].join(', ');
 }
 
-/**
- * A preset's board rows as a page shows them (PAGE_ROW_COLUMNS, rank, composite, the breakdown's percentiles and
- * measured flags), for the stored ranks matching `where` (a condition on a_board_rank), in rank order: the ranks from
- * a_board_rank, then the wallets' own columns from a_rank_base by their ids. DuckDB plans the ids as a join over a
- * scan of the rank base's page columns (full scale: ~20 ms for 50 ids, ~110 ms for 500); the view would join every
- * row of the board.
- */
-async function boardPageRows(db: QueryRunner, slug: string, where: string, breakdown: readonly MetricId[]): Promise<Record<string, unknown>[]> {
-  const ranks = await db.all<Record<string, unknown>>(
-    `SELECT ${['wallet_id', 'rank', 'composite_score', ...breakdown.map((id) => `pct_${id}`)].join(', ')} FROM a_board_rank WHERE preset = '${slug}' AND ${where} ORDER BY rank`,
-  );
-  if (!ranks.length) return [];
-  const wide = await db.all<Record<string, unknown>>(
-    `SELECT ${[...PAGE_ROW_COLUMNS, ...boardMetricColumns(breakdown, false)].join(', ')} FROM a_rank_base WHERE wallet_id IN (${ranks.map((r) => Number(r.wallet_id)).join(',')})`,
-  );
-  const byId = new Map(wide.map((r) => [Number(r.wallet_id), r]));
-  return ranks.map((r) => ({ ...byId.get(Number(r.wallet_id)), ...r }));
-}
-
-async function assembleRows(
-  db: QueryRunner,
-  board: Record<string, unknown>[],
-  breakdownIds: MetricId[],
-  verdictOf: VerdictOf,
-): Promise<RankingRow[]> {
-  if (!board.length) return [];
-  // users with several wallets: every linked wallet, with its own numbers
+/** The wallets of the users of `board`'s rows (users with several wallets), each with its own numbers, by user. */
+export async function linkedWallets(db: QueryRunner, board: readonly Record<string, unknown>[]): Promise<Map<string, Record<string, unknown>[]>> {
   const users = [...new Set(board.filter((r) => r.linked_user_id !== null && r.linked_user_id !== undefined).map((r) => String(r.linked_user_id)))];
-  const linked = users.length
+  const rows = users.length
     ? await db.all<Record<string, unknown>>(
         `SELECT l.user_id, w.wallet_id, w.address, w.username, w.pseudonym, w.profile_image, w.verified,
            coalesce(m.realized_pnl, 0) AS realized_pnl, coalesce(m.lifetime_volume_usdc, 0) AS lifetime_volume_usdc,
@@ -683,6 +660,22 @@ async function assembleRows(
          WHERE l.user_id IN (${users.map((u) => `'${u.replace(/'/g, "''")}'`).join(',')}) ORDER BY l.user_id, w.wallet_id`,
       )
     : [];
+  const byUser = new Map<string, Record<string, unknown>[]>();
+  for (const r of rows) byUser.set(String(r.user_id), [...(byUser.get(String(r.user_id)) ?? []), r]);
+  return byUser;
+}
+
+export async function assembleRows(db: QueryRunner, board: Record<string, unknown>[], breakdownIds: readonly MetricId[], verdictOf: VerdictOf): Promise<RankingRow[]> {
+  return board.length ? assembleRowsWith(board, await linkedWallets(db, board), breakdownIds, verdictOf) : [];
+}
+
+/** A page's rows as the API shows them, from its board rows and the wallets of its users (linkedWallets). */
+export function assembleRowsWith(
+  board: readonly Record<string, unknown>[],
+  linked: ReadonlyMap<string, Record<string, unknown>[]>,
+  breakdownIds: readonly MetricId[],
+  verdictOf: VerdictOf,
+): RankingRow[] {
   const display = (r: Record<string, unknown>) => ({
     username: (r.username as string | null) ?? null,
     pseudonym: String(r.pseudonym),
@@ -700,7 +693,7 @@ async function assembleRows(
   return board.map((b) => {
     const r = b;
     const userId = r.linked_user_id === null || r.linked_user_id === undefined ? null : String(r.linked_user_id);
-    const wallets = userId ? linked.filter((l) => String(l.user_id) === userId).map(walletEntry) : [walletEntry(r)];
+    const wallets = userId ? (linked.get(userId) ?? []).map(walletEntry) : [walletEntry(r)];
     const breakdown: Record<string, number | null> = {};
     const measured: Record<string, boolean> = {};
     for (const id of breakdownIds) {
@@ -732,7 +725,7 @@ async function assembleRows(
   });
 }
 
-async function buildMeta(db: QueryRunner): Promise<{ as_of: Date; version?: number }> {
+export async function buildMeta(db: QueryRunner): Promise<{ as_of: Date; version?: number }> {
   const meta = await db.all<{ as_of: Date; version?: number }>(`SELECT * FROM a_meta`).catch(() => []);
   if (!meta.length) throw new RankingError('analytics_missing', 'no analytics build: run npm run analytics:build');
   const m = meta[0]!;
@@ -742,59 +735,6 @@ async function buildMeta(db: QueryRunner): Promise<{ as_of: Date; version?: numb
 export function breakdownIdsFor(cfg: RankingConfig): MetricId[] {
   const weighted = (Object.entries(cfg.weights) as [MetricId, number][]).filter(([, w]) => w > 0).map(([id]) => id);
   return [...new Set([...weighted, ...cfg.extra_metrics])];
-}
-
-/** A preset ranking: the stored board, narrowed and re-sorted by the overrides. `now` sets snapshot_age_seconds. */
-export async function presetRanking(db: QueryRunner, slug: string, overridesInput: z.input<typeof PresetOverrides>, now: Date, verdictOf: VerdictOf = copyFitnessVerdict): Promise<RankingResponse> {
-  const t0 = performance.now();
-  const preset = presetBySlug(slug);
-  const ov = PresetOverrides.parse(overridesInput);
-  const meta = await buildMeta(db);
-  const cfg = RankingConfig.parse({
-    ...preset.config,
-    cohort: { ...(preset.config.cohort ?? {}), ...(ov.active_within_days !== undefined ? { active_within_days: ov.active_within_days } : {}), ...(ov.best_category ? { best_category: ov.best_category } : {}) },
-    sort_by: ov.sort_by ?? 'composite',
-    limit: ov.limit,
-    offset: ov.offset,
-    extra_metrics: ov.extra_metrics,
-  });
-  const narrowed = ov.active_within_days !== undefined || ov.best_category !== undefined;
-  const where = [`preset = '${preset.slug}'`];
-  if (ov.active_within_days !== undefined) where.push(`last_trade_at > ${tsLiteral(meta.as_of)} - INTERVAL ${ov.active_within_days} DAY`);
-  if (ov.best_category !== undefined) where.push(`best_category = '${ov.best_category.replace(/'/g, "''")}'`);
-  const order = cfg.sort_by === 'composite' ? 'rank' : `${sortExpr(cfg.sort_by, cfg.sort_dir)}, rank`;
-  // The boards are stored in (preset, rank) order: the plain view is a rank range (zone maps skip the rest), read whole
-  // from a_board_top within its ranks; a narrowed or re-sorted view picks its wallet ids with a narrow top-N first.
-  let board: Record<string, unknown>[];
-  // only the columns the page shows (a board row is ~90 columns wide: all of them cost 11 ms of a 16 ms preset at 2.8M)
-  const breakdown = breakdownIdsFor(cfg);
-  // the stored counts (read once: the head's extent and the explain of a view not narrowed)
-  const stored = narrowed ? undefined : await boardMeta(db, preset.slug);
-  if (!narrowed && cfg.sort_by === 'composite') {
-    const range = `rank > ${cfg.offset} AND rank <= ${cfg.offset + cfg.limit}`;
-    board =
-      boardHead(stored, cfg.offset + cfg.limit) === 'a_board_top'
-        ? await db.all(`SELECT ${boardPageColumns(breakdown)} FROM a_board_top WHERE preset = '${preset.slug}' AND ${range} ORDER BY rank`)
-        : await boardPageRows(db, preset.slug, range, breakdown);
-  } else {
-    // the filters and the sort are on rank-base columns: the page's ids through the view, then its rows as above
-    const ids = (await db.all<{ wallet_id: number }>(`SELECT wallet_id FROM a_board WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${cfg.limit} OFFSET ${cfg.offset}`)).map((r) => Number(r.wallet_id));
-    const rows = ids.length ? await boardPageRows(db, preset.slug, `wallet_id IN (${ids.join(',')})`, breakdown) : [];
-    const byId = new Map(rows.map((r) => [Number(r.wallet_id), r]));
-    board = ids.map((id) => byId.get(id)!);
-  }
-  let e: ExplainCounts;
-  if (!narrowed) {
-    const m = stored;
-    e = { cohort: Number(m!.cohort_size), counts: [...(m!.gate_counts as unknown as number[])].map(Number), scored: Number(m!.scored), total: Number(m!.total_rows) };
-  } else {
-    e = await explainCounts(db, cfg, meta.as_of, `a_board WHERE ${where.join(' AND ')}`);
-  }
-  // overrides keep the preset's ranks; re-sorted or narrowed boards are renumbered from offset + 1
-  const renumber = narrowed || cfg.sort_by !== 'composite';
-  const rowsBoard = renumber ? board.map((b, i) => ({ ...b, rank: cfg.offset + i + 1 })) : board;
-  const rows = await assembleRows(db, rowsBoard, breakdownIdsFor(cfg), verdictOf);
-  return response(cfg, rows, e, meta.as_of, now, t0);
 }
 
 /**
@@ -817,6 +757,11 @@ export interface Ranker {
 /** Rankers by version (the builder keeps the latest few loaded); null when none is loaded for it. */
 export interface RankerSource {
   at(version: number): Ranker | null;
+  /**
+   * Every preset's head of the version the service announces, in memory (core/preset-rankings.ts): plain preset pages
+   * are answered from it; null while none is loaded for that version.
+   */
+  presetHeads?(): PresetHeads | null;
 }
 
 /**
@@ -871,7 +816,7 @@ export async function customRanking(
   }
 }
 
-function response(cfg: RankingConfig, rows: RankingRow[], e: ExplainCounts, asOf: Date, now: Date, t0: number): RankingResponse {
+export function response(cfg: RankingConfig, rows: RankingRow[], e: ExplainCounts, asOf: Date, now: Date, t0: number): RankingResponse {
   const { cohort, total } = e;
   const gates = explainGates(cfg, e);
   return {

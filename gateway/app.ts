@@ -13,7 +13,8 @@ import { z } from 'zod';
 import { marketFlow, marketIdByConditionId, MarketFlowQuery } from '../core/market.ts';
 import { publicLeaderboard, TidIndex } from '../core/public/index.ts';
 import type { AsOf, QueryRunner } from '../core/query.ts';
-import { customRanking, parseExtraMetrics, presetBySlug, presetRanking, PresetOverrides, RankingConfig, RankingError } from '../core/rankings.ts';
+import { customRanking, parseExtraMetrics, presetBySlug, PresetOverrides, RankingConfig, RankingError } from '../core/rankings.ts';
+import { presetRanking } from '../core/preset-rankings.ts';
 import { smartMoneySignals, SmartMoneySignalsQuery, type SmartMoneySignalsQueryInput } from '../core/signals.ts';
 import { resolveTrader, traderPlaybook, traderPositions, TraderPositionsQuery } from '../core/trader/index.ts';
 import type { SnapshotStore } from '../data/snapshot-store.ts';
@@ -182,7 +183,7 @@ export function gatewayRouters(deps: GatewayDeps): { agent: Router; info: Router
       presetBySlug(slug);
       const q = PresetQuery.parse(req.query);
       const overrides = PresetOverrides.parse({ ...q, extra_metrics: parseExtraMetrics(q.extra_metrics) });
-      return async () => presetRanking(deps.db, slug, overrides, asOf());
+      return async () => presetRanking(deps.db, slug, overrides, asOf(), deps.rankers);
     }),
   );
 

@@ -53,9 +53,9 @@ import {
   RankingError,
   customRanking,
   presetList,
-  presetRanking,
   type RankingResponse,
 } from '../core/rankings.ts';
+import { presetRanking } from '../core/preset-rankings.ts';
 import { SIGNAL_TYPES, SIGNALS_SINCE_HOURS, SignalError, SmartMoneySignals, smartMoneySignals } from '../core/signals.ts';
 import { SMART_MONEY_TAGS } from '../core/tags.ts';
 import {
@@ -418,7 +418,7 @@ const rankTraders = defineTool({
     }
     const { T, build } = await asOfNow(ctx);
     const r = a.preset
-      ? await presetRanking(ctx.db, a.preset, { ...(a.overrides ?? {}), limit: a.limit, offset }, T)
+      ? await presetRanking(ctx.db, a.preset, { ...(a.overrides ?? {}), limit: a.limit, offset }, T, ctx.rankers)
       : await customRanking(ctx.db, { ...a.config!, limit: a.limit, offset }, T, undefined, ctx.rankers);
     const preset = a.preset ? PRESETS.find((p) => p.slug === a.preset)! : null;
     const rows = r.rows.map(compactRow);

@@ -18,9 +18,9 @@ import {
   parseExtraMetrics,
   presetBySlug,
   presetList,
-  presetRanking,
   type RankingResponse,
 } from '../core/rankings.ts';
+import { presetRanking } from '../core/preset-rankings.ts';
 import { TtlCache, cacheKey, type SharedCache } from '../core/ttl-cache.ts';
 import type { AccountStore } from '../data/account-store.ts';
 import type { RateStore } from '../data/rate-limit.ts';
@@ -228,7 +228,7 @@ export function createApp(deps: AppDeps): Express {
       offset: q.offset,
       extra_metrics: extra,
     });
-    const { value, hit } = await cache.getOrCompute(cacheKey({ slug, overrides }), () => presetRanking(deps.db, slug, overrides, venueNow()));
+    const { value, hit } = await cache.getOrCompute(cacheKey({ slug, overrides }), () => presetRanking(deps.db, slug, overrides, venueNow(), deps.rankers));
     res.setHeader('X-Cache', hit ? 'hit' : 'miss');
     res.setHeader('Cache-Control', 'public, max-age=60');
     res.json(value);

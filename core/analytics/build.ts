@@ -18,6 +18,7 @@ import { A_LEGS, CLUSTER_RULES, buildClusters } from '../clusters.ts';
 import { BOARD_RANK_COLUMNS, BOARD_TOP_RANKS, BOARD_VIEW_SQL, boardTopSql, writeRankBase } from '../rankings.ts';
 import { scoreBoards, type OrdersOf } from '../ranking-boards.ts';
 import type { RankingEngine } from '../ranking-engine.ts';
+import type { PresetHeads } from '../preset-rankings.ts';
 import { sharpCutoff } from '../tags.ts';
 import { dropRelation, tsLiteral, type AsOf, type ColumnarRunner, type RowWriter, type TableColumns, type ScanBatch, type SideRunner } from '../query.ts';
 import { RANKED_DEVIATES_SQL, WALLET_PCTILE_COLUMNS, writeCohortSql } from './cohort.ts';
@@ -112,6 +113,8 @@ export async function writeMeta(db: ColumnarRunner, asOf: AsOf, watermark: numbe
 export interface BuildReport {
   /** the ranking engine the boards were scored with (the rank base of this state): custom rankings can use it */
   ranker?: RankingEngine;
+  /** every preset board's head as a page shows it, read by the builder before its commit (jobs/analytics/engine.ts) */
+  heads?: PresetHeads;
   as_of: string;
   seconds: Record<string, number>;
   total_seconds: number;

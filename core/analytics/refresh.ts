@@ -35,6 +35,7 @@ import { refreshRankBase, writeRankBase } from '../rankings.ts';
 import { loadRankColumns } from '../rank-columns.ts';
 import { loadRankingEngine, writeBoards, type OrdersOf } from '../ranking-boards.ts';
 import type { RankingEngine } from '../ranking-engine.ts';
+import type { PresetHeads } from '../preset-rankings.ts';
 import { drainPausing, yieldToEventLoop } from '../steps.ts';
 import { patchSteps } from '../ranking-patch.ts';
 import { sharpCutoffSteps } from '../tags.ts';
@@ -70,6 +71,8 @@ export interface StateMark {
 export interface RefreshReport {
   /** the ranking engine the boards were scored with (this state's rank base) */
   ranker?: RankingEngine;
+  /** every preset board's head as a page shows it, read by the builder before its commit (jobs/analytics/engine.ts) */
+  heads?: PresetHeads;
   as_of: string;
   watermark: number;
   seconds: Record<string, number>;

@@ -26,6 +26,8 @@ import { fullBuild, loadMids, migrationSteps, type BuildReport } from '../../cor
 import type { MidIndex } from '../../core/analytics/mid-index.ts';
 import type { RankingEngine } from '../../core/ranking-engine.ts';
 import { refresh, refreshTarget, venueWatermark, type RefreshReport, type StateMark } from '../../core/analytics/refresh.ts';
+import { loadPresetHeads, type PresetHeads } from '../../core/preset-rankings.ts';
+import type { QueryRunner } from '../../core/query.ts';
 import { queryRows, sqlString } from '../../data/duckdb.ts';
 import { metricOrdersOffThread } from './rank-orders.ts';
 import { duckRunner } from '../../data/runner.ts';
@@ -96,6 +98,19 @@ export interface EngineOptions {
    * setReaders. Default: the commit alone
    */
   acrossCommit?: <T>(commit: () => Promise<T>) => Promise<T>;
+}
+
+/**
+ * The preset boards' heads of the version a refresh is about to commit, read inside its transaction: the service
+ * answers plain preset pages from them once it announces the version (jobs/analytics/rankers.ts). Timed as the step
+ * 'heads'.
+ */
+async function timedHeads(db: QueryRunner, report: RefreshReport, pause: (() => Promise<void>) | undefined, onStep?: (name: string, seconds: number) => void): Promise<PresetHeads> {
+  const t = performance.now();
+  const heads = await loadPresetHeads(db, pause);
+  report.seconds.heads = Number(((performance.now() - t) / 1000).toFixed(3));
+  onStep?.('heads', report.seconds.heads);
+  return heads;
 }
 
 /**
@@ -250,6 +265,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
         await markRetractionSeen(this.conn, retraction);
         // (a failed commit reloads the mids below)
         this.mids = built.mids;
+        built.heads = await loadPresetHeads(db, this.pause);
         await this.commitVersion(built, { asOf, watermark: built.watermark });
         report = built;
       } else {
@@ -260,6 +276,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
           onStep: this.opts.onRefreshStep,
           pause: this.pause,
         });
+        refreshed.heads = await timedHeads(db, refreshed, this.pause, this.opts.onRefreshStep);
         await this.commitVersion(refreshed, to);
         report = refreshed;
       }

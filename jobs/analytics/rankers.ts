@@ -4,11 +4,18 @@
  * one read transaction that also reads the version it belongs to (`refresh`: at start, or a builder in another
  * process); the latest two are kept (requests still reading the previous version's snapshot use it).
  * A request whose version has no ranker loaded (yet) is ranked in SQL: same answer, slower.
+ *
+ * It also holds the preset boards' heads of the announced version (core/preset-rankings.ts), which answer plain preset
+ * pages without a statement. Announced = the version new read transactions see: a builder's publish (right after its
+ * COMMIT returns; the heads were read inside its transaction) or the version a replica switched to, then loaded.
+ * Until its heads are here a version's presets read SQL, so a preset page never shows an older version than a
+ * request that began after the announcement reads.
  */
 import type { DuckDBInstance } from '@duckdb/node-api';
 import { RankingEngine, VersionRanker } from '../../core/ranking-engine.ts';
 import { loadRankColumns, type RankColumns } from '../../core/rank-columns.ts';
 import type { Ranker, RankerSource } from '../../core/rankings.ts';
+import { loadPresetHeads, type PresetHeads } from '../../core/preset-rankings.ts';
 import { queryRows } from '../../data/duckdb.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { metricOrdersOffThread } from './rank-orders.ts';
@@ -40,6 +47,31 @@ export class RankerCache implements RankerSource {
     private readonly log: (m: string) => void = () => {},
   ) {
     this.access = typeof source === 'function' ? source : (fn) => fn(source);
+  }
+
+  /** the newest version announced, and the preset heads loaded last (served when they are of that version) */
+  private announced = -1;
+  private heads: PresetHeads | null = null;
+
+  presetHeads(): PresetHeads | null {
+    return this.heads?.version === this.announced ? this.heads : null;
+  }
+
+  /**
+   * `version` is what new requests read from now on (a builder published it, a replica switched to it); `heads`: its
+   * preset heads when the caller has them (a builder reads them before its commit), else refresh() loads them.
+   */
+  announce(version: number, heads?: PresetHeads | null): void {
+    if (version < this.announced) return;
+    this.announced = version;
+    if (heads?.version === version) this.heads = heads;
+  }
+
+  /** A builder published `version`: its preset heads served, the engine it scored the boards with kept (else loaded). */
+  published(version: number, report: { ranker?: RankingEngine; heads?: PresetHeads }): void {
+    this.announce(version, report.heads);
+    if (report.ranker) this.adopt(version, report.ranker);
+    if (!report.ranker || report.heads?.version !== version) void this.refresh();
   }
 
   at(version: number): Ranker | null {
@@ -95,7 +127,16 @@ export class RankerCache implements RankerSource {
       await conn.run('BEGIN TRANSACTION');
       const [m] = await queryRows<{ version: number }>(conn, `SELECT version FROM a_meta LIMIT 1`);
       version = Number(m?.version);
-      if (!Number.isFinite(version) || this.at(version)) return;
+      if (!Number.isFinite(version)) return;
+      // the heads first (a fraction of a second): plain presets are answered from memory while the rank base loads
+      if (this.heads?.version !== version && version >= this.announced) {
+        // the version this snapshot reads is one new requests read (it committed), whether announced yet or not
+        await loadPresetHeads(duckRunner(conn)).then(
+          (heads) => this.announce(heads.version, heads),
+          (e: Error) => this.log(`rankers: preset heads of version ${version} not loaded (presets read SQL): ${e.message}`),
+        );
+      }
+      if (this.at(version)) return;
       cols = await loadRankColumns(duckRunner(conn), 'a_rank_base', { shared: true });
     } finally {
       await conn.run('COMMIT').catch(() => {});

@@ -14,17 +14,19 @@ import {
   RankingError,
   RankingResponse,
   boardSql,
+  breakdownIdsFor,
   buildBoards,
   copyFitnessVerdict,
   customRanking,
   parseExtraMetrics,
   presetList,
-  presetRanking,
   rankBaseSql,
   type MetricId,
 } from '../../core/rankings.ts';
+import { loadPresetHeads, presetRanking, type PresetHeads } from '../../core/preset-rankings.ts';
 import { TtlCache, cacheKey } from '../../core/ttl-cache.ts';
 import { PUBLIC_BOARD, TidIndex, publicTraderTeaser } from '../../core/public/index.ts';
+import type { QueryRunner } from '../../core/query.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { makeVenue, type TestVenue } from '../helpers/venue.ts';
 
@@ -177,6 +179,56 @@ describe('pages past the board head stored whole', () => {
     const [top] = await v.rows<Row>(`SELECT * FROM a_board_top WHERE preset = 'top-pnl' AND rank = 4`);
     expect(top).toEqual((await v.rows<Row>(`SELECT * FROM a_board WHERE preset = 'top-pnl' AND rank = 4`))[0]);
     expect(await answers()).toEqual(whole);
+    await buildBoards(db, T);
+  }, 300_000);
+});
+
+describe('plain pages from the heads in memory', () => {
+  it('answer as SQL does without a statement; other pages, and a version not announced, read SQL', async () => {
+    const db = duckRunner(v.conn);
+    // a user with two wallets in a head: its wallets are listed from memory too
+    const [a, , c] = (await v.rows<{ wallet_id: number }>(`SELECT wallet_id FROM a_board_rank WHERE preset = 'top-pnl' ORDER BY rank LIMIT 3`)).map((r) => r.wallet_id);
+    await v.conn.run(`DELETE FROM wallet_links`);
+    await v.conn.run(`INSERT INTO wallet_links VALUES (${a}, 'user-3'), (${c}, 'user-3')`);
+    await db.run(rankBaseSql());
+    // a head of 6 rows: pages within it come from memory, pages past it and overridden pages from SQL
+    await buildBoards(db, T, 6);
+    const heads = await loadPresetHeads(db);
+    expect(heads.boards.size).toBe(PRESETS.length);
+    let statements = 0;
+    const counted: QueryRunner = {
+      all: (sql, p) => (statements++, db.all(sql, p)),
+      run: (sql, p) => (statements++, db.run(sql, p)),
+    };
+    let served: PresetHeads | null = heads;
+    const source = { presetHeads: () => served };
+    const memoryPages = [{ limit: 6 }, { offset: 2, limit: 3 }, { limit: 4, extra_metrics: ['brier', 'alpha_24h', 'volume'] as MetricId[] }, { offset: 5, limit: 1 }];
+    const sqlPages = [{ offset: 4, limit: 5 }, { limit: 3, active_within_days: 3 }, { limit: 3, sort_by: 'volume' as const }];
+    const answer = async (slug: string, q: object, s?: typeof source) => (({ query_ms: _, ...rest }) => rest)(await presetRanking(counted, slug, q, NOW, s));
+    expect(heads.boards.get('top-pnl')!.rows[0]!.wallet_count).toBe(2);
+    for (const p of PRESETS) {
+      for (const q of memoryPages) {
+        const sql = await answer(p.slug, q);
+        const before = statements;
+        const memory = await answer(p.slug, q, source);
+        expect(statements - before).toBe(0);
+        expect(memory, `${p.slug} ${JSON.stringify(q)}`).toEqual(sql);
+        // the page's breakdown only, in its order
+        expect(memory.rows.map((r) => Object.keys(r.breakdown))).toEqual(sql.rows.map(() => breakdownIdsFor(RankingConfig.parse({ ...p.config, ...q }))));
+      }
+      for (const q of sqlPages) {
+        const before = statements;
+        expect(await answer(p.slug, q, source)).toEqual(await answer(p.slug, q));
+        expect(statements - before).toBeGreaterThan(0);
+      }
+    }
+    // no heads for the announced version: SQL
+    served = null;
+    const before = statements;
+    expect(await answer('top-pnl', { limit: 6 }, source)).toEqual(await answer('top-pnl', { limit: 6 }));
+    expect(statements - before).toBeGreaterThan(0);
+    await v.conn.run(`DELETE FROM wallet_links`);
+    await db.run(rankBaseSql());
     await buildBoards(db, T);
   }, 300_000);
 });

@@ -14,6 +14,7 @@ import { openDuckDB, queryRows } from '../../data/duckdb.ts';
 import { PublishedAnalytics, publishAnalytics, readPointer } from '../../data/published-analytics.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { RankerCache } from '../../jobs/analytics/rankers.ts';
+import { loadPresetHeads } from '../../core/preset-rankings.ts';
 import { makeVenue, type TestVenue } from '../helpers/venue.ts';
 
 let v: TestVenue;
@@ -50,6 +51,8 @@ describe('published analytics', () => {
     const rankers = new RankerCache((fn) => a.withInstance(fn));
     await rankers.refresh();
     expect(rankers.at(p1.version)).not.toBeNull();
+    // and the preset heads of that file's version: the plain preset pages from memory
+    expect(rankers.presetHeads()?.version).toBe(p1.version);
 
     // a request that began on version 1 keeps reading it after the switch
     let release!: () => void;
@@ -73,12 +76,18 @@ describe('published analytics', () => {
     expect(await switched).toBeGreaterThanOrEqual(0);
     expect(await b.check()).toBe(true);
     expect(a.db.version()).toBe(p2.version);
+    // announced (main.ts: on 'switched'): the old file's heads are no longer served, before the new ones load
+    rankers.announce(p2.version);
+    expect(rankers.presetHeads()).toBeNull();
     expect(await a.db.all(BOARD)).toEqual(await v.rows(BOARD));
     expect(await b.db.all(`SELECT version FROM a_meta`)).toEqual([{ version: p2.version }]);
     release();
     expect(await old).toEqual([p1.version, p1.version]);
     await rankers.refresh();
     expect(rankers.at(p2.version)).not.toBeNull();
+    // the new file's heads, as the builder's own database reads them
+    expect(rankers.presetHeads()?.version).toBe(p2.version);
+    expect(rankers.presetHeads()).toEqual(await loadPresetHeads(duckRunner(v.conn)));
     expect(await a.check()).toBe(false);
     await a.close();
     await b.close();

@@ -18,6 +18,8 @@ import { snapshotRunner, type SnapshotRunner } from '../../data/snapshot-runner.
 import { createVenueViews } from '../../data/schema.ts';
 import { AnalyticsEngine } from '../../jobs/analytics/engine.ts';
 import { PRESETS } from '../../core/rankings.ts';
+import { loadPresetHeads } from '../../core/preset-rankings.ts';
+import { RankerCache } from '../../jobs/analytics/rankers.ts';
 import { DAY, HOUR, START, batchArb, busyWallet, compareStates, copyVenue, createLiveVenue, tableRows, writeBatch } from '../helpers/live-venue.ts';
 
 const dirs: string[] = [];
@@ -152,6 +154,41 @@ it('a resolution written while a refresh runs is in the next version, and the st
     expect(rows[0]!.r).toBe(rows[0]!.n);
     await engine.stop();
     await expectSameAsRebuild(instance);
+  } finally {
+    conn.closeSync();
+    instance.closeSync();
+  }
+}, 300_000);
+
+it("a version's preset heads are read inside its transaction: its reports carry them, equal to what a reader loads once it is committed, and the service serves them from its publish on", async () => {
+  const { t0, instance, conn } = await openSeeded('engine-heads-', 2);
+  try {
+    let now = START + t0 + HOUR;
+    const engine = await AnalyticsEngine.open(instance, { now: () => new Date(now) });
+    const rankers = new RankerCache(instance);
+    await rankers.refresh();
+    const first = engine.published().version;
+    expect(rankers.presetHeads()?.version).toBe(first);
+    const [batch] = fc.sample(batchArb(t0), { numRuns: 1, seed: 5 });
+    await writeBatch(conn, batch!.rows);
+    now = START + Math.max(batch!.asOf, t0 + HOUR);
+    const seen: { event: string; version: number; heads?: number; served?: number }[] = [];
+    engine.on('committing', (version, r) => seen.push({ event: 'committing', version, heads: r.heads?.version, served: rankers.presetHeads()?.version }));
+    engine.on('published', (p, r) => {
+      rankers.published(p.version, r);
+      seen.push({ event: 'published', version: p.version, heads: r.heads?.version, served: rankers.presetHeads()?.version });
+    });
+    const report = await engine.refreshNow();
+    // until the publish the previous version's heads are served; from it, the new version's, read before the commit
+    expect(seen).toEqual([
+      { event: 'committing', version: first + 1, heads: first + 1, served: first },
+      { event: 'published', version: first + 1, heads: first + 1, served: first + 1 },
+    ]);
+    expect(report!.seconds.heads).toBeGreaterThanOrEqual(0);
+    expect(rankers.presetHeads()).toBe(report!.heads);
+    expect(report!.heads!.asOf.getTime()).toBe(now);
+    expect(report!.heads).toEqual(await loadPresetHeads(duckRunner(conn)));
+    await engine.stop();
   } finally {
     conn.closeSync();
     instance.closeSync();

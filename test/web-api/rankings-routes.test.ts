@@ -7,7 +7,9 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fullBuild } from '../../core/analytics/build.ts';
 import { PRESETS, RankingResponse } from '../../core/rankings.ts';
+import type { QueryRunner } from '../../core/query.ts';
 import { duckRunner } from '../../data/runner.ts';
+import { RankerCache } from '../../jobs/analytics/rankers.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { makeVenue, type TestVenue } from '../helpers/venue.ts';
 
@@ -67,6 +69,40 @@ describe('ranking routes', () => {
     clock = new Date(clock.getTime() + 60_000);
     const expired = await get(`/v1/rankings/preset/top-pnl?limit=7`);
     expect(expired.headers.get('x-cache')).toBe('miss');
+  });
+
+  it("answers plain preset pages from the announced version's heads in memory (no statement), the same as from SQL", async () => {
+    const db = duckRunner(v.conn);
+    let statements = 0;
+    const counted: QueryRunner = { all: (sql, p) => (statements++, db.all(sql, p)), run: (sql, p) => (statements++, db.run(sql, p)) };
+    const rankers = new RankerCache(v.instance);
+    await rankers.refresh();
+    expect(rankers.presetHeads()).not.toBeNull();
+    const memory = await startApp(counted, { now: () => clock, rateRules: {}, rankers, presetCacheMs: 0 });
+    try {
+      const key = (await memory.keyFor('pro')).key;
+      const body = async (b: string, path: string, k: string) => {
+        const res = await fetch(`${b}${path}`, { headers: { authorization: `Bearer ${k}` } });
+        expect(res.status, path).toBe(200);
+        return (({ query_ms: _, ...rest }) => rest)(RankingResponse.strict().parse(await res.json()));
+      };
+      for (const p of PRESETS) {
+        for (const q of ['limit=5', 'offset=3&limit=20', 'limit=4&extra_metrics=brier,sharpe']) {
+          const path = `/v1/rankings/preset/${p.slug}?${q}`;
+          const before = statements;
+          const got = await body(memory.base, path, key);
+          expect(statements - before, path).toBe(0);
+          expect(got, path).toEqual(await body(base, path, proKey));
+        }
+      }
+      // a narrowed page reads SQL
+      const before = statements;
+      const path = `/v1/rankings/preset/top-pnl?limit=5&active_within_days=7`;
+      expect(await body(memory.base, path, key)).toEqual(await body(base, path, proKey));
+      expect(statements - before).toBeGreaterThan(0);
+    } finally {
+      await memory.close();
+    }
   });
 
   it('publishes an OpenAPI 3.1 document generated from the same schemas', async () => {
