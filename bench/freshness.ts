@@ -14,9 +14,10 @@
  *
  *   npm run bench:freshness -- [--db PATH --wallets N --days D --seed S] [--rate 68] [--seconds 300]
  *        [--refresh-ms 0] [--probe-ms 250] [--memory-limit 5GB] [--warmup-refreshes 0] [--across-commit on|off]
- *        [--preset-heads on|off]
+ *        [--preset-heads on|off] [--pause-slice-ms 0]
  * --preset-heads off: every preset page reads SQL (the announced version's heads in memory are not offered), as before
- * session 20, for a comparison on the same machine.
+ * session 20, for a comparison on the same machine. --pause-slice-ms N: the refresh's JavaScript steps pause (let the
+ * event loop and the readers go first) only once N ms ran since the last pause, not after every step.
  * --across-commit off: the refresh's commit runs alone, as before session 18 (requests that begin during it wait for
  * DuckDB's commit lock), for a comparison on the same machine; the slow requests are grouped by moment ('commit').
  * --warmup-refreshes N: N refreshes right after the tail starts, reported apart and left out of the figures (a bench
@@ -51,9 +52,11 @@ const Args = z.object({
   'across-commit': z.enum(['on', 'off']).default('on'),
   // 'off': every preset page reads SQL, as before session 20 (the heads in memory are not offered to the API)
   'preset-heads': z.enum(['on', 'off']).default('on'),
+  // a refresh's JavaScript steps pause once this many ms ran since the last pause (0: after every step)
+  'pause-slice-ms': z.coerce.number().min(0).default(0),
 });
 const { values } = parseArgs({
-  options: Object.fromEntries(['db', 'wallets', 'days', 'seed', 'rate', 'seconds', 'refresh-ms', 'probe-ms', 'memory-limit', 'warmup-refreshes', 'across-commit', 'preset-heads'].map((k) => [k, { type: 'string' as const }])),
+  options: Object.fromEntries(['db', 'wallets', 'days', 'seed', 'rate', 'seconds', 'refresh-ms', 'probe-ms', 'memory-limit', 'warmup-refreshes', 'across-commit', 'preset-heads', 'pause-slice-ms'].map((k) => [k, { type: 'string' as const }])),
 });
 const a = Args.parse(values);
 const { venue, dbPath } = liveVenue(a);
@@ -81,6 +84,7 @@ const heartbeat = setInterval(() => {
 const venueNow = () => (tail ? new Date(tail.stats().venueTime) : new Date(summary!.last));
 const engine = await AnalyticsEngine.open(instance, {
   now: venueNow,
+  pauseSliceMs: a['pause-slice-ms'],
   log: (m) => process.stderr.write(`${m}\n`),
   onRefreshStep: (name, sec) => {
     lastEvent = `after refresh step ${name}`;
@@ -113,7 +117,7 @@ const { base, bearer, close: closeApp } = await startBenchApp({
 
 // --- the run
 const arrivals: TailArrival[] = [];
-const publishes: { p: Published; wallMs: number; seconds: number; steps: Record<string, number>; rankerMs: number | null; cpuMs: number }[] = [];
+const publishes: { p: Published; wallMs: number; seconds: number; steps: Record<string, number>; pauses: number; rankerMs: number | null; cpuMs: number }[] = [];
 let refreshing = false;
 let refreshCpuUs = 0;
 let cpuAtStart = process.cpuUsage();
@@ -127,9 +131,9 @@ engine.on('committing', (version, r) => rankers.stage(version, r.ranker ?? null)
 engine.on('published', (p, r) => {
   lastEvent = `published v${p.version}`;
   const wallMs = Date.now();
-  const rec = { p, wallMs, seconds: r.total_seconds, steps: r.seconds, rankerMs: null as number | null, cpuMs: 0 };
+  const rec = { p, wallMs, seconds: r.total_seconds, steps: r.seconds, pauses: 'pauses' in r ? (r.pauses ?? 0) : 0, rankerMs: null as number | null, cpuMs: 0 };
   publishes.push(rec);
-  const counts = 'new_legs' in r ? ` legs ${r.new_legs}, positions ${r.positions}, wallets ${r.wallets} (marks ${r.mark_wallets})` : '';
+  const counts = 'new_legs' in r ? ` legs ${r.new_legs}, positions ${r.positions}, wallets ${r.wallets} (marks ${r.mark_wallets}), ${r.pauses ?? 0} pauses` : '';
   process.stderr.write(`  v${p.version}: refresh ${r.total_seconds.toFixed(1)} s${counts} ${JSON.stringify(r.seconds)}\n`);
   // its preset heads (read before the commit) answer the plain preset pages, its engine the custom rankings
   rankers.published(p.version, r);
@@ -296,6 +300,8 @@ const out = {
   warmup_refreshes: warmups,
   refresh_seconds: stats(refreshes),
   refresh_step_seconds: stepStats,
+  // the pauses of its JavaScript steps per refresh (their time: the step 'paused', inside the other steps)
+  refresh_pauses: { p50: pct(publishes.map((x) => x.pauses), 0.5), max: pct(publishes.map((x) => x.pauses), 1) },
   fill_to_published_seconds: stats(published),
   fill_to_custom_ranker_seconds: stats(ranked),
   fills_not_covered: uncovered,

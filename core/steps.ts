@@ -22,3 +22,18 @@ export async function drainPausing<R>(steps: Generator<void, R>, pause: () => Pr
 
 /** A pause between the steps of a long computation, so the event loop runs what waits (a timer: core does no I/O). */
 export const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
+
+/**
+ * A pause taken only once `sliceMs` of work has run since the last one ended: a computation of many short steps then
+ * pauses about once a slice instead of after every step. Each pause costs at least a timer's turn, and a builder's
+ * pause also waits for the readers mid-request (data/snapshot-runner.ts readersFirstPause). 0: every step.
+ */
+export function slicedPause(pause: () => Promise<void>, sliceMs: number, now: () => number = () => performance.now()): () => Promise<void> {
+  if (sliceMs <= 0) return pause;
+  let last = now();
+  return async () => {
+    if (now() - last < sliceMs) return;
+    await pause();
+    last = now();
+  };
+}

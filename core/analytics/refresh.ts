@@ -88,6 +88,8 @@ export interface RefreshReport {
   wallets: number;
   days_closed: number;
   late_wallets: number;
+  /** how many times its JavaScript steps paused (a builder counts them; `seconds.paused`: the time in them) */
+  pauses?: number;
 }
 
 /** The refresh's temporary working tables, dropped when it ends. */

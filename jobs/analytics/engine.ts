@@ -30,6 +30,7 @@ import { loadPresetHeads, type PresetHeads } from '../../core/preset-rankings.ts
 import type { QueryRunner } from '../../core/query.ts';
 import { queryRows, sqlString } from '../../data/duckdb.ts';
 import { metricOrdersOffThread } from './rank-orders.ts';
+import { slicedPause, yieldToEventLoop } from '../../core/steps.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { readersFirstPause, type SnapshotRunner } from '../../data/snapshot-runner.ts';
 
@@ -93,11 +94,31 @@ export interface EngineOptions {
    */
   pause?: () => Promise<void>;
   /**
+   * pause only once this many milliseconds of a refresh's JavaScript steps ran since the last pause (core/steps.ts
+   * slicedPause): a computation of many short steps pauses about once a slice. Default 0: after every step
+   */
+  pauseSliceMs?: number;
+  /**
    * how a refresh's COMMIT runs: a service whose readers share the database gives their acrossCommit
    * (data/snapshot-runner.ts), so that requests arriving meanwhile do not wait for the commit's lock; here or later by
    * setReaders. Default: the commit alone
    */
   acrossCommit?: <T>(commit: () => Promise<T>) => Promise<T>;
+}
+
+/** A pause that counts its calls and the time spent in them (the report's `paused` and `pauses`). */
+function countedPause(pause: () => Promise<void>): { pause: () => Promise<void>; ms: number; count: number } {
+  const c = {
+    ms: 0,
+    count: 0,
+    pause: async () => {
+      const t = performance.now();
+      await pause();
+      c.ms += performance.now() - t;
+      c.count++;
+    },
+  };
+  return c;
 }
 
 /**
@@ -270,13 +291,18 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
         report = built;
       } else {
         const to = await refreshTarget(db, this.mark, asOf, await venueWatermark(db), this.opts.maxRefreshFills);
+        const paused = countedPause(this.pause ?? yieldToEventLoop);
+        const pause = slicedPause(paused.pause, this.opts.pauseSliceMs ?? 0);
         const refreshed = await refresh(db, this.mids, this.mark, to, {
           ordersOf: metricOrdersOffThread,
           previous: this.ranker ?? undefined,
           onStep: this.opts.onRefreshStep,
-          pause: this.pause,
+          pause,
         });
-        refreshed.heads = await timedHeads(db, refreshed, this.pause, this.opts.onRefreshStep);
+        refreshed.heads = await timedHeads(db, refreshed, pause, this.opts.onRefreshStep);
+        // inside the steps above, not a step of its own: how often the JavaScript steps paused, and how long in all
+        refreshed.seconds.paused = Number((paused.ms / 1000).toFixed(3));
+        refreshed.pauses = paused.count;
         await this.commitVersion(refreshed, to);
         report = refreshed;
       }

@@ -11,6 +11,7 @@ import fc from 'fast-check';
 import { afterAll, expect, it } from 'vitest';
 import type { DuckDBInstance } from '@duckdb/node-api';
 import { fullBuild } from '../../core/analytics/build.ts';
+import type { RefreshReport } from '../../core/analytics/refresh.ts';
 import { RESUME_COLUMNS } from '../../core/analytics/positions.ts';
 import { openDuckDB, queryRows } from '../../data/duckdb.ts';
 import { duckRunner } from '../../data/runner.ts';
@@ -160,7 +161,7 @@ it('a resolution written while a refresh runs is in the next version, and the st
   }
 }, 300_000);
 
-it("a version's preset heads are read inside its transaction: its reports carry them, equal to what a reader loads once it is committed, and the service serves them from its publish on", async () => {
+it("a version's preset heads are read inside its transaction: its reports carry them, equal to what a reader loads once it is committed, and the service serves them from its publish on; the pauses of its JavaScript steps are counted, and a slice longer than a refresh leaves none", async () => {
   const { t0, instance, conn } = await openSeeded('engine-heads-', 2);
   try {
     let now = START + t0 + HOUR;
@@ -188,7 +189,19 @@ it("a version's preset heads are read inside its transaction: its reports carry 
     expect(rankers.presetHeads()).toBe(report!.heads);
     expect(report!.heads!.asOf.getTime()).toBe(now);
     expect(report!.heads).toEqual(await loadPresetHeads(duckRunner(conn)));
+    // its JavaScript steps paused after each step (counted)
+    expect((report as RefreshReport).pauses).toBeGreaterThan(0);
     await engine.stop();
+    // with a slice longer than the refresh they never pause, and the state is the same as a rebuild's
+    const sliced = await AnalyticsEngine.open(instance, { now: () => new Date(now), pauseSliceMs: 3_600_000 });
+    const [more] = fc.sample(batchArb(now - START), { numRuns: 1, seed: 6 });
+    await writeBatch(conn, more!.rows);
+    now = START + Math.max(more!.asOf, now - START + HOUR);
+    const unpaused = (await sliced.refreshNow()) as RefreshReport;
+    expect(unpaused.new_legs).toBeGreaterThan(0);
+    expect(unpaused.pauses).toBe(0);
+    await sliced.stop();
+    await expectSameAsRebuild(instance);
   } finally {
     conn.closeSync();
     instance.closeSync();

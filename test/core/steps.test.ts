@@ -1,0 +1,62 @@
+/**
+ * Stepped computations (core/steps.ts): drain and drainPausing give the same answer, and a sliced pause pauses once a
+ * slice of work has run since the last pause ended, never after a shorter stretch (a clock driven by the steps).
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { drain, drainPausing, slicedPause } from '../../core/steps.ts';
+
+/** Steps that each advance the clock by their cost; returns the sum of the costs. */
+function* costed(costs: number[], clock: { t: number }): Generator<void, number> {
+  let sum = 0;
+  for (const c of costs) {
+    clock.t += c;
+    sum += c;
+    yield;
+  }
+  return sum;
+}
+
+describe('a sliced pause', () => {
+  it('worked by hand: steps of 4 ms, a slice of 10 ms, pauses of 1 ms', async () => {
+    const clock = { t: 0 };
+    const at: number[] = [];
+    const pause = slicedPause(async () => {
+      at.push(clock.t);
+      clock.t += 1;
+    }, 10, () => clock.t);
+    expect(await drainPausing(costed([4, 4, 4, 4, 4, 4, 4], clock), pause)).toBe(28);
+    // work since the last pause ended: 4, 8, 12 -> pause at 12 (ends 13); 17, 21, 25 -> 12 ≥ 10 -> pause at 25 (ends 26);
+    // then 30: 4 < 10 -> none
+    expect(at).toEqual([12, 25]);
+  });
+
+  it('pauses exactly when a slice has passed since the last pause ended (random costs and slices, against a brute-force walk)', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.integer({ min: 0, max: 30 }), { maxLength: 60 }), fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 5 }), async (costs, slice, pauseCost) => {
+        const clock = { t: 0 };
+        const at: number[] = [];
+        const pause = slicedPause(async () => {
+          at.push(clock.t);
+          clock.t += pauseCost;
+        }, slice, () => clock.t);
+        const sum = await drainPausing(costed(costs, clock), pause);
+        expect(sum).toBe(drain(costed(costs, { t: 0 })));
+        // brute force: after each step, pause when slice = 0 or the work since the last pause's end reached the slice
+        const want: number[] = [];
+        let t = 0;
+        let last = 0;
+        for (const c of costs) {
+          t += c;
+          if (slice === 0 || t - last >= slice) {
+            want.push(t);
+            t += pauseCost;
+            last = t;
+          }
+        }
+        expect(at).toEqual(want);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
