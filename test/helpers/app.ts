@@ -1,4 +1,5 @@
 /** Test helper: the whole REST app on a loopback port, with real SQLite account and rate stores in a temp dir. */
+import { keepIdleConnections } from '../../web-api/keep-alive.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -51,7 +52,9 @@ export async function startApp(
   const webhooks = await WebhookService.open({ store: webhookStore, planOf: (u) => accounts.planOf(u), ...(opts.webhookTargets ?? {}) });
   const push = await PushService.open({ store: pushStore, subject: 'mailto:test@example.com' });
   const app = createApp({ resolutionFeed, tidKey: 'test-tid-key-0123456789abcdef', webhooks, push, ...opts, db, accounts, rates, auth });
-  const server: Server = app.listen(0, '127.0.0.1');
+  // as the service's servers: idle keep-alive connections stay 65 s (a test that pauses between requests on a loaded
+  // machine was reset otherwise: Node closes them after 5 s)
+  const server: Server = keepIdleConnections(app.listen(0, '127.0.0.1'));
   await new Promise((r) => server.once('listening', r));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   auth.origin = base;
