@@ -6,7 +6,9 @@
  * Freshness of a fill = (wall time its version is published) − (wall time the tail committed it): the published
  * version's watermark covers the fill's arrival batch, so its wallet's rows, the cohort step and every board are
  * committed with it. The custom-ranking figure adds the in-memory ranker's reload after the publish. Meanwhile a
- * client asks for uncached preset rankings (one every --probe-ms) and custom rankings; their latency is reported
+ * client asks for uncached preset rankings (one every --probe-ms) and custom rankings, the presets in turn from the
+ * service's app (plain pages from the version's heads in memory) and from one that reads every page from SQL
+ * (preset_sql_uncached_ms: the comparison under the same refreshes); their latency is reported
  * while a refresh runs and between refreshes. CPU share: the process's CPU time (DuckDB threads included) over
  * wall × cores, and the part of it spent while refreshes ran. The event loop's delay (p50, p99, max): every request
  * waits while it is held, and a hold past the servers' keep-alive timeout reset keep-alive clients; every hold over
@@ -114,6 +116,9 @@ const { base, bearer, close: closeApp } = await startBenchApp({
   venueNow,
   presetCacheMs: 0,
 });
+// the same app with every preset page read from SQL (no heads offered), probed in turn with it: the comparison in
+// the same run, under the same refreshes
+const sqlApp = await startBenchApp({ db: apiDb, dbScope: apiDb.middleware, rankers: { at: (v: number) => rankers.at(v) }, venueNow, presetCacheMs: 0 });
 
 // --- the run
 const arrivals: TailArrival[] = [];
@@ -185,7 +190,7 @@ const refreshLoop = (async () => {
 })();
 
 // the reader: uncached presets and in-memory custom rankings, tagged with whether a refresh was running
-const probes: { kind: 'preset' | 'custom'; ms: number; during: boolean; asOf: string; after: string }[] = [];
+const probes: { kind: 'preset' | 'preset_sql' | 'custom'; ms: number; during: boolean; asOf: string; after: string }[] = [];
 const probeErrors: string[] = [];
 const customs = [
   'weights=calibration:0.6,alpha_24h:0.4&limit=50',
@@ -195,8 +200,11 @@ const customs = [
 const probeLoop = (async () => {
   let i = 0;
   while (!stop) {
+    // in turn: a preset from the service's app, a custom ranking, the same preset from the SQL-only app, a custom ranking
     const preset = i % 2 === 0;
-    const path = preset ? `/v1/rankings/preset/${PRESETS[(i >> 1) % PRESETS.length]!.slug}?limit=50` : `/v1/rankings?${customs[(i >> 1) % customs.length]}`;
+    const kind = !preset ? 'custom' : i % 4 === 0 ? 'preset' : 'preset_sql';
+    const path = preset ? `/v1/rankings/preset/${PRESETS[(i >> 2) % PRESETS.length]!.slug}?limit=50` : `/v1/rankings?${customs[(i >> 1) % customs.length]}`;
+    const app = kind === 'preset_sql' ? sqlApp : { base, bearer };
     const during = refreshing;
     // what last happened when it was sent (the refresh step that had ended: the next one was running)
     const after = lastEvent.replace(/ v\d+$/, '');
@@ -205,7 +213,7 @@ const probeLoop = (async () => {
     let res: Response;
     let body: { as_of?: string; error?: { message: string } };
     try {
-      res = await fetch(`${base}${path}`, { headers: bearer });
+      res = await fetch(`${app.base}${path}`, { headers: app.bearer });
       body = (await res.json()) as typeof body;
     } catch (e) {
       probeErrors.push(`${path}: ${(e as Error).message}${(e as { cause?: Error }).cause ? ` (${(e as { cause?: Error }).cause!.message})` : ''}`);
@@ -213,7 +221,7 @@ const probeLoop = (async () => {
       body = {};
     }
     const ms = performance.now() - t;
-    if (res.status === 200) probes.push({ kind: preset ? 'preset' : 'custom', ms, during: during || refreshing, asOf: body.as_of ?? '', after });
+    if (res.status === 200) probes.push({ kind, ms, during: during || refreshing, asOf: body.as_of ?? '', after });
     else if (res.status !== 599) probeErrors.push(`${path}: ${res.status} ${body.error?.message}`);
     i++;
     await new Promise((r) => setTimeout(r, a['probe-ms']));
@@ -307,6 +315,8 @@ const out = {
   fills_not_covered: uncovered,
   newest_fill_reflected: check ? check.last_fill_ts !== null && new Date(check.last_fill_ts).getTime() >= new Date(check.fill_ts).getTime() : null,
   preset_uncached_ms: { during_refresh: stats(probes.filter((p) => p.kind === 'preset' && p.during).map((p) => p.ms)), idle: stats(probes.filter((p) => p.kind === 'preset' && !p.during).map((p) => p.ms)) },
+  // the same presets, every page from SQL (the app without heads), probed in turn with the above
+  preset_sql_uncached_ms: { during_refresh: stats(probes.filter((p) => p.kind === 'preset_sql' && p.during).map((p) => p.ms)), idle: stats(probes.filter((p) => p.kind === 'preset_sql' && !p.during).map((p) => p.ms)) },
   // the uncached presets over 100 ms, by what had last happened when each was sent: where the tail comes from
   preset_over_100ms_by_moment: Object.fromEntries([...slowPresets].map(([moment, ms]) => [moment, stats(ms)])),
   custom_over_1s_by_moment: Object.fromEntries([...slowCustoms].map(([moment, ms]) => [moment, stats(ms)])),
@@ -322,6 +332,7 @@ console.log(JSON.stringify(out, null, 2));
 clearInterval(rssTimer);
 clearInterval(heartbeat);
 await closeApp();
+await sqlApp.close();
 await engine.stop();
 apiDb.close();
 conn.closeSync();
