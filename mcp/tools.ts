@@ -418,7 +418,8 @@ const rankTraders = defineTool({
     }
     const { T, build } = await asOfNow(ctx);
     const r = a.preset
-      ? await presetRanking(ctx.db, a.preset, { ...(a.overrides ?? {}), limit: a.limit, offset }, T, ctx.rankers)
+      ? // no heads in memory: the tool read its as-of from its snapshot above, and the board must be of that version
+        await presetRanking(ctx.db, a.preset, { ...(a.overrides ?? {}), limit: a.limit, offset }, T)
       : await customRanking(ctx.db, { ...a.config!, limit: a.limit, offset }, T, undefined, ctx.rankers);
     const preset = a.preset ? PRESETS.find((p) => p.slug === a.preset)! : null;
     const rows = r.rows.map(compactRow);

@@ -126,9 +126,20 @@ function countedPause(pause: () => Promise<void>): { pause: () => Promise<void>;
  * answers plain preset pages from them once it announces the version (jobs/analytics/rankers.ts). Timed as the step
  * 'heads'.
  */
-async function timedHeads(db: QueryRunner, report: RefreshReport, pause: (() => Promise<void>) | undefined, onStep?: (name: string, seconds: number) => void): Promise<PresetHeads> {
+async function timedHeads(
+  db: QueryRunner,
+  report: RefreshReport | BuildReport,
+  pause: (() => Promise<void>) | undefined,
+  log: (m: string) => void,
+  onStep?: (name: string, seconds: number) => void,
+): Promise<PresetHeads | undefined> {
   const t = performance.now();
-  const heads = await loadPresetHeads(db, pause);
+  // a row the heads cannot assemble (a malformed address) costs the heads, not the version: its plain presets read
+  // SQL. (Their statements read the tables this refresh has just written; one failing would abort the transaction.)
+  const heads = await loadPresetHeads(db, pause).catch((e: Error) => {
+    log(`analytics: preset heads not read (plain presets will read SQL): ${e.message}`);
+    return undefined;
+  });
   report.seconds.heads = Number(((performance.now() - t) / 1000).toFixed(3));
   onStep?.('heads', report.seconds.heads);
   return heads;
@@ -286,7 +297,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
         await markRetractionSeen(this.conn, retraction);
         // (a failed commit reloads the mids below)
         this.mids = built.mids;
-        built.heads = await loadPresetHeads(db, this.pause);
+        built.heads = await timedHeads(db, built, this.pause, this.log, this.opts.onRefreshStep);
         await this.commitVersion(built, { asOf, watermark: built.watermark });
         report = built;
       } else {
@@ -299,7 +310,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
           onStep: this.opts.onRefreshStep,
           pause,
         });
-        refreshed.heads = await timedHeads(db, refreshed, pause, this.opts.onRefreshStep);
+        refreshed.heads = await timedHeads(db, refreshed, pause, this.log, this.opts.onRefreshStep);
         // inside the steps above, not a step of its own: how often the JavaScript steps paused, and how long in all
         refreshed.seconds.paused = Number((paused.ms / 1000).toFixed(3));
         refreshed.pauses = paused.count;

@@ -11,7 +11,7 @@
  * Until its heads are here a version's presets read SQL, so a preset page never shows an older version than a
  * request that began after the announcement reads.
  */
-import type { DuckDBInstance } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { RankingEngine, VersionRanker } from '../../core/ranking-engine.ts';
 import { loadRankColumns, type RankColumns } from '../../core/rank-columns.ts';
 import type { Ranker, RankerSource } from '../../core/rankings.ts';
@@ -118,25 +118,37 @@ export class RankerCache implements RankerSource {
     return this.access((instance) => this.loadFrom(instance));
   }
 
+  /** The heads of the version conn reads, unless loaded (a failure is logged: presets read SQL meanwhile). */
+  private async loadHeads(conn: DuckDBConnection): Promise<void> {
+    await conn.run('BEGIN TRANSACTION');
+    try {
+      const [m] = await queryRows<{ version: number }>(conn, `SELECT version FROM a_meta LIMIT 1`);
+      const version = Number(m?.version);
+      // the version this snapshot reads is one new requests read (it committed), whether announced yet or not
+      if (Number.isFinite(version) && this.heads?.version !== version && version >= this.announced) {
+        const heads = await loadPresetHeads(duckRunner(conn));
+        this.announce(heads.version, heads);
+      }
+      await conn.run('COMMIT');
+    } catch (e) {
+      await conn.run('ROLLBACK').catch(() => {});
+      this.log(`rankers: preset heads not loaded (plain presets read SQL): ${(e as Error).message}`);
+    }
+  }
+
   private async loadFrom(instance: DuckDBInstance): Promise<void> {
     const t = performance.now();
     const conn = await instance.connect();
     let version = Number.NaN;
     let cols: RankColumns;
     try {
+      // the heads first (a fraction of a second), in a read transaction of their own (a failed statement would leave
+      // the rank base's transaction aborted): plain presets are answered from memory while the rank base loads
+      await this.loadHeads(conn);
       await conn.run('BEGIN TRANSACTION');
       const [m] = await queryRows<{ version: number }>(conn, `SELECT version FROM a_meta LIMIT 1`);
       version = Number(m?.version);
-      if (!Number.isFinite(version)) return;
-      // the heads first (a fraction of a second): plain presets are answered from memory while the rank base loads
-      if (this.heads?.version !== version && version >= this.announced) {
-        // the version this snapshot reads is one new requests read (it committed), whether announced yet or not
-        await loadPresetHeads(duckRunner(conn)).then(
-          (heads) => this.announce(heads.version, heads),
-          (e: Error) => this.log(`rankers: preset heads of version ${version} not loaded (presets read SQL): ${e.message}`),
-        );
-      }
-      if (this.at(version)) return;
+      if (!Number.isFinite(version) || this.at(version)) return;
       cols = await loadRankColumns(duckRunner(conn), 'a_rank_base', { shared: true });
     } finally {
       await conn.run('COMMIT').catch(() => {});

@@ -396,6 +396,25 @@ describe('customRanking through the loaded ranker', () => {
   }, 300_000);
 });
 
+describe('preset heads that cannot be read', () => {
+  it('cost the heads only: the rank base still loads, plain presets read SQL (presetHeads null), and the next load brings them', async () => {
+    const logged: string[] = [];
+    await v.conn.run(`ALTER TABLE a_board_meta RENAME TO a_board_meta_away`);
+    const rankers = new RankerCache(v.instance, 2, (m) => logged.push(m));
+    try {
+      await rankers.refresh();
+    } finally {
+      await v.conn.run(`ALTER TABLE a_board_meta_away RENAME TO a_board_meta`);
+    }
+    const [m] = await v.rows<{ version: number }>(`SELECT version FROM a_meta`);
+    expect(rankers.at(Number(m!.version))).not.toBeNull();
+    expect(rankers.presetHeads()).toBeNull();
+    expect(logged.some((l) => /preset heads not loaded/.test(l))).toBe(true);
+    await rankers.refresh();
+    expect(rankers.presetHeads()?.version).toBe(Number(m!.version));
+  });
+});
+
 describe('a version being committed', () => {
   it('is ranked by the engine staged for it before its publish (not in SQL); the publish keeps that same ranker', async () => {
     const rankers = new RankerCache(v.instance);
