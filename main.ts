@@ -530,7 +530,7 @@ else if (!builds || env.LIVE_TAIL === 'on') {
     void venueLookup.reloadTags().catch(() => {});
     // the engine the builder scored the boards with serves this version's custom rankings, its preset heads the plain
     // preset pages
-    rankers.published(p.version, r);
+    void rankers.published(p.version, r);
     if ('new_legs' in r) {
       // the slowest steps, so an operator sees where a refresh spends its time
       const steps = Object.entries(r.seconds).sort((x, y) => y[1] - x[1]).slice(0, 4).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ');

@@ -141,12 +141,9 @@ engine.on('published', (p, r) => {
   const counts = 'new_legs' in r ? ` legs ${r.new_legs}, positions ${r.positions}, wallets ${r.wallets} (marks ${r.mark_wallets}), ${r.pauses ?? 0} pauses` : '';
   process.stderr.write(`  v${p.version}: refresh ${r.total_seconds.toFixed(1)} s${counts} ${JSON.stringify(r.seconds)}\n`);
   // its preset heads (read before the commit) answer the plain preset pages, its engine the custom rankings
-  rankers.published(p.version, r);
-  if (rankers.at(p.version)) rec.rankerMs = Date.now();
-  else
-    void rankers.refresh().then(() => {
-      if (rankers.at(p.version)) rec.rankerMs = Date.now();
-    });
+  void rankers.published(p.version, r).then(() => {
+    if (rankers.at(p.version)) rec.rankerMs = Date.now();
+  });
 });
 tail = await LiveTail.start(conn, venue, { ratePerSecond: a.rate, speed: 1 });
 tail.on('batch', (b) => arrivals.push(b));

@@ -66,9 +66,11 @@ function storedExplain(m: BoardMeta): ExplainCounts {
 export async function loadPresetHeads(db: QueryRunner, pause: () => Promise<void> = async () => {}): Promise<PresetHeads> {
   const meta = await buildMeta(db);
   if (meta.version === undefined) throw new Error('a_meta has no version');
+  // every preset's counts in one read
+  const metas = new Map((await db.all<BoardMeta & { preset: string }>(`SELECT * FROM a_board_meta`)).map((m) => [m.preset, m]));
   const stored: { slug: string; meta: BoardMeta; rows: Record<string, unknown>[] }[] = [];
   for (const p of PRESETS) {
-    const m = await boardMeta(db, p.slug);
+    const m = metas.get(p.slug);
     if (!m) continue;
     const rows = await db.all<Record<string, unknown>>(
       `SELECT ${boardPageColumns(METRIC_IDS)} FROM a_board_top WHERE preset = '${p.slug}' AND rank <= ${Number(m.top_rows)} ORDER BY rank`,

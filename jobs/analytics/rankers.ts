@@ -67,11 +67,14 @@ export class RankerCache implements RankerSource {
     if (heads?.version === version) this.heads = heads;
   }
 
-  /** A builder published `version`: its preset heads served, the engine it scored the boards with kept (else loaded). */
-  published(version: number, report: { ranker?: RankingEngine; heads?: PresetHeads }): void {
+  /**
+   * A builder published `version`: its preset heads served, the engine it scored the boards with kept (else loaded);
+   * resolves once what had to be loaded is.
+   */
+  published(version: number, report: { ranker?: RankingEngine; heads?: PresetHeads }): Promise<void> {
     this.announce(version, report.heads);
     if (report.ranker) this.adopt(version, report.ranker);
-    if (!report.ranker || report.heads?.version !== version) void this.refresh();
+    return !report.ranker || report.heads?.version !== version ? this.refresh() : Promise.resolve();
   }
 
   at(version: number): Ranker | null {

@@ -176,7 +176,7 @@ it("a version's preset heads are read inside its transaction: its reports carry 
     const seen: { event: string; version: number; heads?: number; served?: number }[] = [];
     engine.on('committing', (version, r) => seen.push({ event: 'committing', version, heads: r.heads?.version, served: rankers.presetHeads()?.version }));
     engine.on('published', (p, r) => {
-      rankers.published(p.version, r);
+      void rankers.published(p.version, r);
       seen.push({ event: 'published', version: p.version, heads: r.heads?.version, served: rankers.presetHeads()?.version });
     });
     const report = await engine.refreshNow();
