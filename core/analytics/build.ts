@@ -27,13 +27,14 @@ import { MidIndex, tokenOf } from './mid-index.ts';
 import { HOLDS_COLUMNS, HOLDS_DDL, MARKS_DDL, POSITIONS_VIEW_DDL, POSITION_STATE_COLUMNS, POSITION_STATE_DDL, RESUME_COLUMNS } from './positions.ts';
 import { DAY_US, PositionStream, type LegBatch, type MarketFacts, type PositionOut, type StreamSinks } from './position-stream.ts';
 import { RISK_DAILY_COLUMNS, RISK_DAILY_DDL, RISK_POSITIONS_COLUMNS, RISK_POSITIONS_DDL, RISK_WINDOW_DAYS, keepRiskDay, riskStatsSql } from './risk.ts';
-import { alphaSql, calibrationSql, categorySql, featuresSql, medianFillSql, pnlSql, styleSql, type WalletScope } from './wallets.ts';
+import { FILL_BAND_DDL, addBandsSql, type FillBandRules } from './median-fill.ts';
+import { alphaSql, calibrationSql, categorySql, featuresSql, medianFillSql, pnlSql, scopeSql, styleSql, visibleFillSizes, type WalletScope } from './wallets.ts';
 
 /**
  * Bumped when the shape of the a_* tables changes: a state of an older schema is migrated when ENGINE_MIGRATIONS has
  * the steps from it, otherwise rebuilt.
  */
-export const ENGINE_SCHEMA = 5;
+export const ENGINE_SCHEMA = 6;
 
 /**
  * Migrations of a persisted state, by the schema they start from (each ends one schema later). A migration is run by
@@ -47,6 +48,7 @@ export const ENGINE_SCHEMA = 5;
  * - 4 -> 5: the boards store their ranks alone (a_board_rank, in the same order) and their first ranks whole
  *   (a_board_top; a_board_meta.top_rows); a_board becomes the view that adds the rank-base columns (core/rankings.ts
  *   BOARD_VIEW_SQL).
+ * - 5 -> 6: the heavy wallets' bands of fill sizes around their median (median-fill.ts: a_fill_band, a_fill_band_wallets).
  */
 export const ENGINE_MIGRATIONS: Record<number, readonly string[]> = {
   1: [
@@ -79,6 +81,7 @@ export const ENGINE_MIGRATIONS: Record<number, readonly string[]> = {
     BOARD_VIEW_SQL,
     `UPDATE a_meta SET engine_schema = 5`,
   ],
+  5: [...FILL_BAND_DDL, ...addBandsSql(visibleFillSizes('true', `(SELECT as_of FROM a_meta LIMIT 1)`)), `UPDATE a_meta SET engine_schema = 6`],
 };
 
 /** The statements that migrate a state of engine schema `from` to ENGINE_SCHEMA ([] when current), or null when none can. */
@@ -139,6 +142,8 @@ export interface FullBuildOptions {
   onStep?: (name: string, i: number, n: number) => void;
   /** how the boards' ranking engine gets its metric orders (default: sorted here, synchronously) */
   ordersOf?: OrdersOf;
+  /** which wallets keep a band of fill sizes around their median, and how wide (median-fill.ts; default FILL_BAND) */
+  fillBand?: FillBandRules;
 }
 
 /** The columns a leg scan selects, as the stream's LegBatch names them. */
@@ -533,8 +538,10 @@ export async function fullBuild(db: ColumnarRunner, asOf: AsOf, opts: FullBuildO
     // DuckDB's memory limit at full scale
     const ranges = await walletRanges(db, LEGS_TABLE, opts.walletRangeLegs ?? LEG_RANGE_LEGS);
     if (!ranges.length) ranges.push([-(2 ** 31), 2 ** 31 - 1]);
+    for (const sql of FILL_BAND_DDL) await db.run(sql);
     for (const [k, range] of ranges.entries()) {
       await db.run(`CREATE OR REPLACE TEMP TABLE median_fill AS ${medianFillSql({ range }, T)}`);
+      for (const sql of addBandsSql(visibleFillSizes(scopeSql({ range }), T), opts.fillBand)) await db.run(sql);
       for (const s of walletTableStatements(asOf, { range, medianFill: 'median_fill' })) {
         await db.run(k === 0 ? `CREATE OR REPLACE TABLE ${s.table} AS ${s.select}` : `INSERT INTO ${s.table} SELECT * FROM (${s.select})`);
       }

@@ -59,6 +59,7 @@ import type { MidIndex } from './mid-index.ts';
 import { tokenOf } from './mid-index.ts';
 import { ALPHA_HORIZON_US, DAY_US, PositionStream, type PositionOut } from './position-stream.ts';
 import { DAY_VALUES_DDL, RISK_WINDOW_DAYS, dayCloseSql, dayCloseTokensSql, pruneRiskDailySql, riskStatsSql, riskWindow } from './risk.ts';
+import { addBandsSql, refreshBands, type FillBandRules } from './median-fill.ts';
 import { alphaSql, medianFillSql, pnlSql, type WalletScope } from './wallets.ts';
 import { ALPHA_SUM_KEYS, AlphaCatchUp, type AlphaSums } from './alpha-due.ts';
 
@@ -88,13 +89,15 @@ export interface RefreshReport {
   wallets: number;
   days_closed: number;
   late_wallets: number;
+  /** heavy wallets whose median fill came from their band, and those whose band lost it (read from their legs) */
+  fill_bands: { banded: number; dropped: number };
   /** how many times its JavaScript steps paused (a builder counts them; `seconds.paused`: the time in them) */
   pauses?: number;
 }
 
 /** The refresh's temporary working tables, dropped when it ends. */
 const REFRESH_WORK_TABLES = ['revalue', 'revalued', 'new_mids', 'late_mids', 'new_legs', 'new_pos', 'restream_pos', 'cont_pos', 'rewritten_pos', 'cont_state', 'cont_legs', 'touched_wallets', 'touched_state', 'streamed_state', 'dirty_pos', 'mark_wallets', 'dirty_legs', 'late_legs', 'late_wallets', 'full_wallets',
-  'scoped_positions', 'scoped_fill_legs', 'scoped_holds', 'scoped_median_fill', 'due_legs', 'alpha_due', 'alpha_only', 'mark_only', 'clusters_before', 'rank_changed', 'metrics_changed', 'day_values', 'day_legs', 'mark_tokens'];
+  'scoped_positions', 'scoped_fill_legs', 'scoped_holds', 'scoped_median_fill', 'leg_wallets', 'band_median', 'due_legs', 'alpha_due', 'alpha_only', 'mark_only', 'clusters_before', 'rank_changed', 'metrics_changed', 'day_values', 'day_legs', 'mark_tokens'];
 
 /** alpha_due: a_position_state's key and horizon-sum columns, as the state declares them. */
 const ALPHA_DUE_COLUMNS = POSITION_STATE_COLUMNS.filter((c): c is Extract<(typeof POSITION_STATE_COLUMNS)[number], readonly [keyof AlphaSums, string]> =>
@@ -120,6 +123,8 @@ export interface RefreshOptions {
   onStep?: (name: string, seconds: number) => void;
   /** the pause between the steps of its JavaScript computations (a service: readers first); default a turn of the loop */
   pause?: () => Promise<void>;
+  /** which wallets keep a band of fill sizes around their median, and how wide (median-fill.ts; default FILL_BAND) */
+  fillBand?: FillBandRules;
 }
 
 /**
@@ -473,6 +478,7 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
   });
 
   // --- per-wallet rows of every wallet touched
+  let fillBands = { banded: 0, dropped: 0 };
   const wallets = await timed('wallets', async () => {
     // full_wallets get every per-wallet row again, from their positions, fill legs and holds read once (each
     // statement would otherwise scan the whole tables)
@@ -489,11 +495,17 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
         SELECT * FROM (SELECT * FROM touched_state WHERE ${inScope}) ANTI JOIN rewritten_pos USING (wallet_id, market_id, outcome_index)
         UNION ALL SELECT * FROM streamed_state
         UNION ALL SELECT * FROM a_position_state WHERE wallet_id IN ${lateOnly})`)}`);
-    await db.run(`CREATE OR REPLACE TEMP TABLE scoped_fill_legs AS SELECT wallet_id, kind, ts, size_usdc FROM ${LEGS_TABLE} WHERE kind IN (1, 2) AND ${inScope}`);
+    // the median fill: a heavy wallet's from its band (its new fill sizes merged in), every other one's from its legs
+    // (at full scale the market makers' legs were half of all legs, copied and sorted at every refresh)
+    const bands = (fillBands = await refreshBands(db, 'full_wallets', 'new_legs', opts.fillBand));
+    await db.run(`CREATE OR REPLACE TEMP TABLE leg_wallets AS SELECT wallet_id FROM full_wallets ${bands.banded > 0 ? 'EXCEPT SELECT wallet_id FROM band_median' : ''}`);
+    await db.run(`CREATE OR REPLACE TEMP TABLE scoped_fill_legs AS SELECT wallet_id, kind, ts, size_usdc FROM ${LEGS_TABLE} WHERE kind IN (1, 2) AND wallet_id IN (SELECT wallet_id FROM leg_wallets)`);
     await db.run(`CREATE OR REPLACE TEMP TABLE scoped_holds AS SELECT * FROM a_holds WHERE ${inScope}`);
     const scope: WalletScope = { table: 'full_wallets', positions: 'scoped_positions', fillLegs: 'scoped_fill_legs', holds: 'scoped_holds' };
-    await db.run(`CREATE OR REPLACE TEMP TABLE scoped_median_fill AS ${medianFillSql(scope, Tnew)}`);
+    await db.run(`CREATE OR REPLACE TEMP TABLE scoped_median_fill AS ${medianFillSql({ ...scope, table: 'leg_wallets' }, Tnew)} ${bands.banded > 0 ? 'UNION ALL SELECT * FROM band_median' : ''}`);
     scope.medianFill = 'scoped_median_fill';
+    // a wallet read from its legs that is heavy now gets a band (one whose band lost its median, again)
+    for (const sql of addBandsSql(`(SELECT wallet_id, size_usdc FROM scoped_fill_legs WHERE ts <= ${Tnew})`, opts.fillBand)) await db.run(sql);
     for (const s of walletTableStatements(to.asOf, scope)) {
       await db.run(`DELETE FROM ${s.table} WHERE ${inScope}`);
       await db.run(`INSERT INTO ${s.table} SELECT * FROM (${s.select})`);
@@ -571,6 +583,7 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     wallets,
     days_closed: daysClosed,
     late_wallets: lateWallets,
+    fill_bands: fillBands,
   };
 }
 

@@ -97,6 +97,11 @@ export function pnlSql(scope: WalletScope): string {
  * Per-wallet calibration over resolved, non-void positions the wallet bought (calibration.ts defines the figures);
  * the percentile among ranked wallets is cohort-wide and added by cohort.ts.
  */
+/** The fill sizes (wallet_id, size_usdc) of a_legs' fill legs stamped at or before T whose wallet meets `where`. */
+export function visibleFillSizes(where: string, T: string): string {
+  return `(SELECT wallet_id, size_usdc FROM a_legs WHERE kind IN (1, 2) AND ts <= ${T} AND ${where})`;
+}
+
 export function calibrationSql(scope: WalletScope): string {
   return `WITH c AS (
       SELECT wallet_id, count(*) AS n_positions, count(DISTINCT market_id) AS n_markets,

@@ -17,6 +17,8 @@ import { METRIC_IDS } from '../../core/rankings.ts';
 import { openDuckDB } from '../../data/duckdb.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { createVenueViews } from '../../data/schema.ts';
+import { tsLiteral } from '../../core/query.ts';
+import { bandViolations } from '../helpers/fill-band.ts';
 import { DAY, HOUR, START, busyWallet, type Batch, compareStates, copyVenue, createLiveVenue, streamArb, tableRows, writeBatch } from '../helpers/live-venue.ts';
 
 const HISTORY_DAYS = 13;
@@ -24,6 +26,11 @@ let patchedRefreshes = 0;
 // positions continued from their stored state, and restreamed (both paths must be taken)
 let continuedPositions = 0;
 let restreamedPositions = 0;
+// median fills read from the heavy wallets' bands, and bands that lost their median (both paths must be taken)
+let bandedMedians = 0;
+let droppedBands = 0;
+// bands small enough that the test venue's wallets have them (the rebuild keeps the default: no wallet is that heavy)
+const FILL_BAND_SMALL = { minLegs: 3, half: 1 };
 
 async function run(batches: Batch[], restartAt: number): Promise<string[]> {
   const { instance, conn } = await openDuckDB({ path: ':memory:', threads: 1 });
@@ -33,7 +40,7 @@ async function run(batches: Batch[], restartAt: number): Promise<string[]> {
     // history: a wallet trading every day (risk statistics need 10 days), then the first build
     for (const b of busyWallet(1, HISTORY_DAYS, 7)) await writeBatch(conn, b.rows);
     const T0 = new Date(START + HISTORY_DAYS * DAY + 3 * HOUR);
-    const built = await fullBuild(db, T0);
+    const built = await fullBuild(db, T0, { fillBand: FILL_BAND_SMALL });
     let mids = built.mids;
     // the ranking engine goes from one refresh to the next (patched), as in the service
     let ranker = built.ranker;
@@ -47,11 +54,13 @@ async function run(batches: Batch[], restartAt: number): Promise<string[]> {
       }
       const to: StateMark = { asOf: new Date(START + b.asOf), watermark: await venueWatermark(db) };
       await conn.run('BEGIN TRANSACTION');
-      const r = await refresh(db, mids, mark, to, { previous: ranker });
+      const r = await refresh(db, mids, mark, to, { previous: ranker, fillBand: FILL_BAND_SMALL });
       await conn.run('COMMIT');
       if (ranker && r.days_closed === 0) patchedRefreshes++;
       continuedPositions += r.continued;
       restreamedPositions += r.positions;
+      bandedMedians += r.fill_bands.banded;
+      droppedBands += r.fill_bands.dropped;
       ranker = r.ranker;
       mark = to;
     }
@@ -65,6 +74,8 @@ async function run(batches: Batch[], restartAt: number): Promise<string[]> {
     }
     expect([...ranker!.cols.tagBits]).toEqual([...loaded.tagBits]);
     expect([...ranker!.cols.clusterSize]).toEqual([...loaded.clusterSize]);
+    // every band is the run of the visible fill sizes it claims to be
+    expect(await bandViolations(conn, `(SELECT wallet_id, size_usdc FROM a_legs WHERE kind IN (1, 2) AND ts <= ${tsLiteral(mark.asOf)})`)).toEqual([]);
     const got = await tableRows(conn, 'memory');
     await copyVenue(conn, 'memory', 'rebuilt');
     const other = await instance.connect();
@@ -116,5 +127,7 @@ describe('a refreshed state equals a rebuild', () => {
     expect(patchedRefreshes).toBeGreaterThan(0);
     expect(continuedPositions).toBeGreaterThan(0);
     expect(restreamedPositions).toBeGreaterThan(0);
+    expect(bandedMedians).toBeGreaterThan(0);
+    expect(droppedBands).toBeGreaterThan(0);
   }, 600_000);
 });

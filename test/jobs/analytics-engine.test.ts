@@ -366,7 +366,7 @@ it('a checkpoint held back past its patience is left to the next; after three in
   }
 }, 300_000);
 
-it('a state of engine schema 1 (percentiles inside a_wallet_metrics and the rank base, no a_horizon_fills, no stream state to continue from, the boards stored whole) is migrated on start, not rebuilt, and refreshes on', async () => {
+it('a state of engine schema 1 (percentiles inside a_wallet_metrics and the rank base, no a_horizon_fills, no stream state to continue from, the boards stored whole, no fill bands) is migrated on start, not rebuilt, and refreshes on', async () => {
   const { t0, instance, conn } = await openSeeded('engine-migrate-', 1);
   try {
     const want = await tableRows(conn, 'venue');
@@ -390,6 +390,10 @@ it('a state of engine schema 1 (percentiles inside a_wallet_metrics and the rank
     await conn.run(`DROP TABLE a_board_top`);
     await conn.run(`ALTER TABLE a_board_meta DROP COLUMN top_rows`);
     await conn.run(`ALTER TABLE a_board_whole RENAME TO a_board`);
+    // schema 6's: the heavy wallets' fill bands
+    const bands = await queryRows(conn, `SELECT * FROM a_fill_band_wallets ORDER BY wallet_id`);
+    await conn.run(`DROP TABLE a_fill_band`);
+    await conn.run(`DROP TABLE a_fill_band_wallets`);
     await conn.run(`UPDATE a_meta SET engine_schema = 1`);
     const logs: string[] = [];
     const engine = await AnalyticsEngine.open(instance, { now: () => new Date(START + t0), log: (m) => logs.push(m) });
@@ -400,6 +404,7 @@ it('a state of engine schema 1 (percentiles inside a_wallet_metrics and the rank
     expect(board!.k).toBe('VIEW');
     const [nulls] = await queryRows<{ n: number }>(conn, `SELECT count(*) AS n FROM a_position_state WHERE raw_shares IS NULL`);
     expect(Number(nulls!.n)).toBeGreaterThan(0); // restreamed, not continued, when they next change
+    expect(await queryRows(conn, `SELECT * FROM a_fill_band_wallets ORDER BY wallet_id`)).toEqual(bands);
     // and it refreshes on from there, equal to a full build
     await engine.refreshNow();
     await engine.stop();
