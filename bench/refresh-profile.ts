@@ -62,8 +62,10 @@ if (a['tail-seconds'] > 0) {
 
 // the state to refresh from (migrated as the builder would), and the venue clock to refresh to (the newest row's
 // stamp: the tail stopped there)
+const opened = performance.now();
 const state = await persisted(conn);
 if (!state) throw new Error(`no analytics state this engine can continue in ${dbPath}: run bench:analytics first`);
+process.stderr.write(`state opened (migrated if older) in ${((performance.now() - opened) / 1000).toFixed(1)} s\n`);
 const from = { asOf: state.asOf, watermark: state.watermark };
 const [last] = await queryRows<{ t: Date }>(conn, `SELECT greatest((SELECT max(ts) FROM fills), (SELECT as_of FROM a_meta)) AS t`);
 const to = { asOf: new Date(last!.t), watermark: await venueWatermark(base) };
@@ -130,7 +132,7 @@ for (let run = 0; run < a.runs; run++) {
   await conn.run(a.commit ? 'COMMIT' : 'ROLLBACK');
   const stepName = (i: number) => steps[i]?.[0] ?? 'after';
   console.log(
-    `\n=== run ${run + 1}: ${total.toFixed(1)} s; legs ${report.new_legs}, positions restreamed ${report.positions}, continued ${report.continued}, alpha-only ${report.alpha_positions}, wallets ${report.wallets} (marks ${report.mark_wallets}), days closed ${report.days_closed}`,
+    `\n=== run ${run + 1}: ${total.toFixed(1)} s; legs ${report.new_legs}, positions restreamed ${report.positions}, continued ${report.continued}, alpha-only ${report.alpha_positions}, wallets ${report.wallets} (marks ${report.mark_wallets}), days closed ${report.days_closed}, median fills from bands ${report.fill_bands.banded} (bands dropped ${report.fill_bands.dropped})`,
   );
   console.log(`steps: ${steps.map(([n, s]) => `${n} ${s.toFixed(1)}`).join(', ')}`);
   console.log(`longest event-loop stall per step (ms): ${steps.map(([n], i) => `${n} ${Math.round(stalls[i]!)}`).join(', ')}`);
