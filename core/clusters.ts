@@ -78,12 +78,18 @@ export interface LegSource {
   where: string;
   isMaker: string;
   isBuy: string;
+  /**
+   * a smaller relation with the same columns holding every leg of `from` stamped after T - horizonS (T: the refresh's
+   * new clock), in time order: the refresh reads the moments of recent cells there (the cells of new legs nearly
+   * always are)
+   */
+  recent?: { from: string; horizonS: number };
 }
 
 /** The venue's fill_legs view. */
 export const FILL_LEGS: LegSource = { from: 'fill_legs', where: 'true', isMaker: `role = 'maker'`, isBuy: `side = 'BUY'` };
 /** The engine's a_legs (core/analytics/legs.ts): kind 1 taker, 2 maker; q > 0 a buy. */
-export const A_LEGS: LegSource = { from: 'a_legs', where: 'kind IN (1, 2)', isMaker: 'kind = 2', isBuy: 'q > 0' };
+export const A_LEGS: LegSource = { from: 'a_legs', where: 'kind IN (1, 2)', isMaker: 'kind = 2', isBuy: 'q > 0', recent: { from: 'a_horizon_fills', horizonS: 86_400 } };
 
 const TWO32 = 4294967296;
 
@@ -208,6 +214,8 @@ export interface ClusterBuildReport {
   seconds: number;
   /** refresh only: wallets whose pairs were recomputed (0 after a full build) */
   rechecked_wallets?: number;
+  /** refresh only: the touched cells' moments were read from the recent legs (every touched cell was recent) */
+  touched_from_recent?: boolean;
 }
 
 /**
@@ -316,12 +324,18 @@ export async function refreshClusters(db: QueryRunner, from: ClusterMark, to: Cl
     ${anyFlip ? `UNION SELECT DISTINCT ${cellOf(`(${k})`, rules)} FROM ${legs.from} SEMI JOIN ${flipped} USING (wallet_id) WHERE ${visible}` : ''}`);
   // every moment in `cells` of the eligible wallets
   // (filters on plain columns first: the markets of the cells, then the cells, then eligibility; DISTINCT last)
-  const momentsIn = (cells: string) => `SELECT DISTINCT wallet_id, k, cell FROM (
+  const momentsIn = (cells: string, from = legs.from) => `SELECT DISTINCT wallet_id, k, cell FROM (
       SELECT wallet_id, k, ${cellOf('k', rules)} AS cell FROM (
-        SELECT wallet_id, ${k} AS k FROM ${legs.from}
+        SELECT wallet_id, ${k} AS k FROM ${from}
         WHERE ${visible} AND market_id IN (SELECT DISTINCT cell // ${TWO32} // 4 FROM ${cells})))
     WHERE cell IN (SELECT cell FROM ${cells}) AND wallet_id IN ${eligibleWallets}`;
-  await db.run(`CREATE OR REPLACE TEMP TABLE cl_touched_m AS ${momentsIn('cl_touched')}`);
+  // the touched cells' moments from the recent legs when every touched cell is recent: its moments (rounded seconds
+  // of legs stamped up to half a second earlier) all come after T_new - horizonS. A scan of every leg took 8 s at full
+  // scale, for the few hundred cells of 238 new legs.
+  const recentCells = legs.recent
+    ? (await count(`SELECT cell FROM cl_touched WHERE cell % ${TWO32} * ${rules.windowS} <= epoch(${Tnew})::BIGINT - ${legs.recent.horizonS} + 1`)) === 0
+    : false;
+  await db.run(`CREATE OR REPLACE TEMP TABLE cl_touched_m AS ${momentsIn('cl_touched', recentCells ? legs.recent!.from : legs.from)}`);
   // crowd status now vs in the state; the state follows
   await db.run(`CREATE OR REPLACE TEMP TABLE cl_status AS
     SELECT t.cell, coalesce(m.n, 0) > ${rules.maxCrowd} AS crowded, t.cell IN (SELECT cell FROM a_cluster_crowded) AS was
@@ -348,5 +362,5 @@ export async function refreshClusters(db: QueryRunner, from: ClusterMark, to: Cl
   await db.run(`INSERT INTO a_cluster_pairs SELECT a, b FROM (${pairsFromMomentsSql('cl_near_m', 'a_cluster_wallets', rules, `${inA('a')} OR ${inA('b')}`)})`);
   const rechecked = await count('SELECT * FROM cl_a');
   for (const t of ['cl_new', 'cl_c', 'cl_touched', 'cl_touched_m', 'cl_status', 'cl_a', 'cl_a_m', 'cl_near', 'cl_near_m']) await db.run(`DROP TABLE IF EXISTS ${t}`);
-  return { ...(await writeClusters(db)), seconds: secondsSince(t0), rechecked_wallets: rechecked };
+  return { ...(await writeClusters(db)), seconds: secondsSince(t0), rechecked_wallets: rechecked, touched_from_recent: recentCells };
 }
