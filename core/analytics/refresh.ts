@@ -60,7 +60,7 @@ import { tokenOf } from './mid-index.ts';
 import { ALPHA_HORIZON_US, DAY_US, PositionStream, type PositionOut } from './position-stream.ts';
 import { DAY_VALUES_DDL, RISK_WINDOW_DAYS, dayCloseSql, dayCloseTokensSql, pruneRiskDailySql, riskStatsSql, riskWindow } from './risk.ts';
 import { addBandsSql, refreshBands, type FillBandRules } from './median-fill.ts';
-import { alphaSql, medianFillSql, pnlSql, type WalletScope } from './wallets.ts';
+import { alphaSql, medianFillSql, pnlSql, visibleFillSizes, type WalletScope } from './wallets.ts';
 import { ALPHA_SUM_KEYS, AlphaCatchUp, type AlphaSums } from './alpha-due.ts';
 
 /** What a state is as of: the venue clock T and the last arrival batch seen. */
@@ -504,15 +504,15 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
         UNION ALL SELECT * FROM a_position_state WHERE wallet_id IN ${lateOnly})`)}`);
     // the median fill: a heavy wallet's from its band (its new fill sizes merged in), every other one's from its legs
     // (at full scale the market makers' legs were half of all legs, copied and sorted at every refresh)
-    const bands = (fillBands = await refreshBands(db, 'full_wallets', 'new_legs', opts.fillBand));
-    await db.run(`CREATE OR REPLACE TEMP TABLE leg_wallets AS SELECT wallet_id FROM full_wallets ${bands.banded > 0 ? 'EXCEPT SELECT wallet_id FROM band_median' : ''}`);
+    fillBands = await refreshBands(db, 'full_wallets', 'new_legs', opts.fillBand);
+    await db.run(`CREATE OR REPLACE TEMP TABLE leg_wallets AS SELECT wallet_id FROM full_wallets ${fillBands.banded > 0 ? 'EXCEPT SELECT wallet_id FROM band_median' : ''}`);
     await db.run(`CREATE OR REPLACE TEMP TABLE scoped_fill_legs AS SELECT wallet_id, kind, ts, size_usdc FROM ${LEGS_TABLE} WHERE kind IN (1, 2) AND wallet_id IN (SELECT wallet_id FROM leg_wallets)`);
     await db.run(`CREATE OR REPLACE TEMP TABLE scoped_holds AS SELECT * FROM a_holds WHERE ${inScope}`);
     const scope: WalletScope = { table: 'full_wallets', positions: 'scoped_positions', fillLegs: 'scoped_fill_legs', holds: 'scoped_holds' };
-    await db.run(`CREATE OR REPLACE TEMP TABLE scoped_median_fill AS ${medianFillSql({ ...scope, table: 'leg_wallets' }, Tnew)} ${bands.banded > 0 ? 'UNION ALL SELECT * FROM band_median' : ''}`);
+    await db.run(`CREATE OR REPLACE TEMP TABLE scoped_median_fill AS ${medianFillSql({ ...scope, table: 'leg_wallets' }, Tnew)} ${fillBands.banded > 0 ? 'UNION ALL SELECT * FROM band_median' : ''}`);
     scope.medianFill = 'scoped_median_fill';
     // a wallet read from its legs that is heavy now gets a band (one whose band lost its median, again)
-    for (const sql of addBandsSql(`(SELECT wallet_id, size_usdc FROM scoped_fill_legs WHERE ts <= ${Tnew})`, opts.fillBand)) await db.run(sql);
+    for (const sql of addBandsSql(visibleFillSizes('true', Tnew, 'scoped_fill_legs'), opts.fillBand)) await db.run(sql);
     for (const s of walletTableStatements(to.asOf, scope)) {
       await db.run(`DELETE FROM ${s.table} WHERE ${inScope}`);
       await db.run(`INSERT INTO ${s.table} SELECT * FROM (${s.select})`);

@@ -50,8 +50,15 @@ const holdsOf = (s: WalletScope) => ('table' in s ? (s.holds ?? 'a_holds') : 'a_
  */
 export function medianFillSql(scope: WalletScope, T: string): string {
   if (scope.medianFill) return `SELECT * FROM ${scope.medianFill}`;
-  return `SELECT wallet_id, median(size_usdc) AS median_fill_usdc FROM ${fillLegsOf(scope)}
-    WHERE kind IN (1, 2) AND ts <= ${T} AND ${scopeSql(scope)} GROUP BY wallet_id`;
+  return `SELECT wallet_id, median(size_usdc) AS median_fill_usdc FROM ${visibleFillSizes(scopeSql(scope), T, fillLegsOf(scope))} GROUP BY wallet_id`;
+}
+
+/**
+ * The fill sizes (wallet_id, size_usdc) of the fill legs in `legs` (a_legs or a copy of some wallets' fill legs) stamped
+ * at or before T whose wallet meets `where`: what a median fill is taken over.
+ */
+export function visibleFillSizes(where: string, T: string, legs = 'a_legs'): string {
+  return `(SELECT wallet_id, size_usdc FROM ${legs} WHERE kind IN (1, 2) AND ts <= ${T} AND ${where})`;
 }
 
 export function featuresSql(asOf: AsOf, scope: WalletScope): string {
@@ -97,11 +104,6 @@ export function pnlSql(scope: WalletScope): string {
  * Per-wallet calibration over resolved, non-void positions the wallet bought (calibration.ts defines the figures);
  * the percentile among ranked wallets is cohort-wide and added by cohort.ts.
  */
-/** The fill sizes (wallet_id, size_usdc) of a_legs' fill legs stamped at or before T whose wallet meets `where`. */
-export function visibleFillSizes(where: string, T: string): string {
-  return `(SELECT wallet_id, size_usdc FROM a_legs WHERE kind IN (1, 2) AND ts <= ${T} AND ${where})`;
-}
-
 export function calibrationSql(scope: WalletScope): string {
   return `WITH c AS (
       SELECT wallet_id, count(*) AS n_positions, count(DISTINCT market_id) AS n_markets,
