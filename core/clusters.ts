@@ -78,18 +78,12 @@ export interface LegSource {
   where: string;
   isMaker: string;
   isBuy: string;
-  /**
-   * a smaller relation with the same columns holding every leg of `from` stamped after T - horizonS (T: the refresh's
-   * new clock), in time order: the refresh reads the moments of recent cells there (the cells of new legs nearly
-   * always are)
-   */
-  recent?: { from: string; horizonS: number };
 }
 
 /** The venue's fill_legs view. */
 export const FILL_LEGS: LegSource = { from: 'fill_legs', where: 'true', isMaker: `role = 'maker'`, isBuy: `side = 'BUY'` };
 /** The engine's a_legs (core/analytics/legs.ts): kind 1 taker, 2 maker; q > 0 a buy. */
-export const A_LEGS: LegSource = { from: 'a_legs', where: 'kind IN (1, 2)', isMaker: 'kind = 2', isBuy: 'q > 0', recent: { from: 'a_horizon_fills', horizonS: 86_400 } };
+export const A_LEGS: LegSource = { from: 'a_legs', where: 'kind IN (1, 2)', isMaker: 'kind = 2', isBuy: 'q > 0' };
 
 const TWO32 = 4294967296;
 
@@ -214,18 +208,34 @@ export interface ClusterBuildReport {
   seconds: number;
   /** refresh only: wallets whose pairs were recomputed (0 after a full build) */
   rechecked_wallets?: number;
-  /** refresh only: the touched cells' moments were read from the recent legs (every touched cell was recent) */
-  touched_from_recent?: boolean;
+  /** refresh only: wallets whose eligibility flipped (their whole history's cells are touched) */
+  flipped_wallets?: number;
 }
 
 /**
  * The state a build keeps so a refresh can follow the change instead of starting over:
  * - a_cluster_wallets: every wallet with a fill leg as of T, its fill-leg and maker-leg counts (eligibility) and n,
  *   its moments outside crowded cells (0 when not eligible);
+ * - a_cluster_moments: every moment (wallet_id, k, cell) of every eligible wallet, crowded or not: the refresh reads
+ *   moments by cell and by wallet here, a fraction of the fill legs' columns (market makers are never eligible);
  * - a_cluster_crowded: the crowded cells;
  * - a_cluster_pairs: the lockstep pairs (the graph's edges).
  */
-const CLUSTER_STATE = ['a_cluster_wallets', 'a_cluster_crowded', 'a_cluster_pairs'] as const;
+const CLUSTER_STATE = ['a_cluster_wallets', 'a_cluster_moments', 'a_cluster_crowded', 'a_cluster_pairs'] as const;
+
+/** Every distinct moment of the wallets `wallets` (a relation of wallet_id) among the fill legs `visible` selects (SQL). */
+function momentsOfSql(wallets: string, visible: string, rules: ClusterRules, legs: LegSource): string {
+  return `SELECT wallet_id, k, ${cellOf('k', rules)} AS cell FROM (
+      SELECT DISTINCT wallet_id, ${momentKey(legs)} AS k FROM ${legs.from} SEMI JOIN ${wallets} USING (wallet_id) WHERE ${visible})`;
+}
+
+/** a_cluster_moments from a_cluster_wallets (a build's, or a migrated state's: `T` is then SQL reading its as-of). */
+export function clusterMomentsSql(T: string, rules: ClusterRules = CLUSTER_RULES, legs: LegSource = A_LEGS): string {
+  return `CREATE OR REPLACE TABLE a_cluster_moments AS ${momentsOfSql(`(SELECT wallet_id FROM a_cluster_wallets WHERE ${eligibleExpr('legs', 'makers', rules)})`, `${legs.where} AND ts <= ${T}`, rules, legs)}`;
+}
+
+/** The moments of a_cluster_moments outside crowded cells (a subquery): those a wallet's n counts and pairs match. */
+const FREE_MOMENTS = `(SELECT * FROM a_cluster_moments ANTI JOIN a_cluster_crowded USING (cell))`;
 
 /** Write a_clusters from the components of a_cluster_pairs (ordered by wallet_id). */
 async function writeClusters(db: QueryRunner): Promise<{ clusters: number; wallets: number; pairs: number }> {
@@ -255,19 +265,13 @@ export async function buildClusters(db: QueryRunner, asOf: AsOf, rules: ClusterR
   checkRules(rules);
   const t0 = performance.now();
   const T = tsLiteral(asOf);
-  const k = momentKey(legs);
   await db.run(`CREATE OR REPLACE TABLE a_cluster_wallets AS
     SELECT wallet_id, count(*)::BIGINT AS legs, count(*) FILTER (WHERE ${legs.isMaker})::BIGINT AS makers, 0::BIGINT AS n
     FROM ${legs.from} WHERE ${legs.where} AND ts <= ${T} GROUP BY wallet_id`);
-  await db.run(`CREATE OR REPLACE TEMP TABLE cl_moments AS SELECT wallet_id, k, ${cellOf('k', rules)} AS cell FROM (
-      SELECT DISTINCT wallet_id, ${k} AS k FROM ${legs.from}
-      SEMI JOIN (SELECT wallet_id FROM a_cluster_wallets WHERE ${eligibleExpr('legs', 'makers', rules)}) USING (wallet_id)
-      WHERE ${legs.where} AND ts <= ${T})`);
-  await db.run(`CREATE OR REPLACE TABLE a_cluster_crowded AS SELECT cell FROM cl_moments GROUP BY cell HAVING count(*) > ${rules.maxCrowd} ORDER BY cell`);
-  await db.run(`DELETE FROM cl_moments WHERE cell IN (SELECT cell FROM a_cluster_crowded)`);
-  await db.run(`UPDATE a_cluster_wallets w SET n = c.n FROM (SELECT wallet_id, count(*) AS n FROM cl_moments GROUP BY wallet_id) c WHERE w.wallet_id = c.wallet_id`);
-  await db.run(`CREATE OR REPLACE TABLE a_cluster_pairs AS SELECT a, b FROM (${pairsFromMomentsSql('cl_moments', 'a_cluster_wallets', rules)})`);
-  await db.run(`DROP TABLE cl_moments`);
+  await db.run(clusterMomentsSql(T, rules, legs));
+  await db.run(`CREATE OR REPLACE TABLE a_cluster_crowded AS SELECT cell FROM a_cluster_moments GROUP BY cell HAVING count(*) > ${rules.maxCrowd} ORDER BY cell`);
+  await db.run(`UPDATE a_cluster_wallets w SET n = c.n FROM (SELECT wallet_id, count(*) AS n FROM ${FREE_MOMENTS} GROUP BY wallet_id) c WHERE w.wallet_id = c.wallet_id`);
+  await db.run(`CREATE OR REPLACE TABLE a_cluster_pairs AS SELECT a, b FROM (${pairsFromMomentsSql(FREE_MOMENTS, 'a_cluster_wallets', rules)})`);
   return { ...(await writeClusters(db)), seconds: secondsSince(t0), rechecked_wallets: 0 };
 }
 
@@ -317,25 +321,25 @@ export async function refreshClusters(db: QueryRunner, from: ClusterMark, to: Cl
   await db.run(`INSERT INTO a_cluster_wallets SELECT wallet_id, legs, makers, 0 FROM cl_c`);
   const eligibleWallets = `(SELECT wallet_id FROM a_cluster_wallets WHERE ${eligible})`;
 
-  // the touched cells: those of the new moments, and every cell of a wallet whose eligibility flipped
-  const flipped = `(SELECT wallet_id FROM cl_c WHERE was <> ${eligible})`;
-  const anyFlip = (await count(flipped)) > 0;
+  // the moments follow eligibility: a wallet that became eligible brings every moment of its history, one that no longer
+  // is takes its moments away, one that stays eligible adds its new moments not already there
+  await db.run(`CREATE OR REPLACE TEMP TABLE cl_flip AS SELECT wallet_id, ${eligible} AS now FROM cl_c WHERE was <> ${eligible}`);
+  const flips = await count('SELECT * FROM cl_flip');
+  const flippedTo = (now: boolean) => `(SELECT wallet_id FROM cl_flip WHERE ${now ? '' : 'NOT '}now)`;
+  await db.run(`CREATE OR REPLACE TEMP TABLE cl_gained_m AS ${flips ? momentsOfSql(flippedTo(true), visible, rules, legs) : `SELECT * FROM a_cluster_moments LIMIT 0`}`);
+  // the touched cells: those of the new moments, and every cell of a wallet whose eligibility flipped (its moments
+  // in the state and its new ones, or its whole history when it became eligible)
   await db.run(`CREATE OR REPLACE TEMP TABLE cl_touched AS SELECT DISTINCT ${cellOf('k', rules)} AS cell FROM cl_new
-    ${anyFlip ? `UNION SELECT DISTINCT ${cellOf(`(${k})`, rules)} FROM ${legs.from} SEMI JOIN ${flipped} USING (wallet_id) WHERE ${visible}` : ''}`);
-  // every moment in `cells` of the eligible wallets
-  // (filters on plain columns first: the markets of the cells, then the cells, then eligibility; DISTINCT last)
-  const momentsIn = (cells: string, from = legs.from) => `SELECT DISTINCT wallet_id, k, cell FROM (
-      SELECT wallet_id, k, ${cellOf('k', rules)} AS cell FROM (
-        SELECT wallet_id, ${k} AS k FROM ${from}
-        WHERE ${visible} AND market_id IN (SELECT DISTINCT cell // ${TWO32} // 4 FROM ${cells})))
-    WHERE cell IN (SELECT cell FROM ${cells}) AND wallet_id IN ${eligibleWallets}`;
-  // the touched cells' moments from the recent legs when every touched cell is recent: its moments (rounded seconds
-  // of legs stamped up to half a second earlier) all come after T_new - horizonS. A scan of every leg took 8 s at full
-  // scale, for the few hundred cells of 238 new legs.
-  const recentCells = legs.recent
-    ? (await count(`SELECT cell FROM cl_touched WHERE cell % ${TWO32} * ${rules.windowS} <= epoch(${Tnew})::BIGINT - ${legs.recent.horizonS} + 1`)) === 0
-    : false;
-  await db.run(`CREATE OR REPLACE TEMP TABLE cl_touched_m AS ${momentsIn('cl_touched', recentCells ? legs.recent!.from : legs.from)}`);
+    UNION SELECT cell FROM cl_gained_m
+    ${flips ? `UNION SELECT cell FROM a_cluster_moments WHERE wallet_id IN ${flippedTo(false)}` : ''}`);
+  if (flips) await db.run(`DELETE FROM a_cluster_moments WHERE wallet_id IN ${flippedTo(false)}`);
+  await db.run(`INSERT INTO a_cluster_moments SELECT * FROM cl_gained_m`);
+  await db.run(`INSERT INTO a_cluster_moments SELECT n.* FROM (
+      SELECT DISTINCT wallet_id, k, ${cellOf('k', rules)} AS cell FROM cl_new WHERE wallet_id IN (SELECT wallet_id FROM cl_c WHERE was AND ${eligible})) n
+    ANTI JOIN a_cluster_moments m ON m.wallet_id = n.wallet_id AND m.k = n.k`);
+  // every moment in `cells` (of the eligible wallets: those a_cluster_moments holds)
+  const momentsIn = (cells: string) => `SELECT * FROM a_cluster_moments WHERE cell IN (SELECT cell FROM ${cells})`;
+  await db.run(`CREATE OR REPLACE TEMP TABLE cl_touched_m AS ${momentsIn('cl_touched')}`);
   // crowd status now vs in the state; the state follows
   await db.run(`CREATE OR REPLACE TEMP TABLE cl_status AS
     SELECT t.cell, coalesce(m.n, 0) > ${rules.maxCrowd} AS crowded, t.cell IN (SELECT cell FROM a_cluster_crowded) AS was
@@ -346,21 +350,17 @@ export async function refreshClusters(db: QueryRunner, from: ClusterMark, to: Cl
   // A, and every moment of theirs outside crowded cells: their n
   await db.run(`CREATE OR REPLACE TEMP TABLE cl_a AS SELECT wallet_id FROM cl_c
     UNION SELECT DISTINCT wallet_id FROM cl_touched_m WHERE cell IN (SELECT cell FROM cl_status WHERE crowded <> was)`);
-  await db.run(`CREATE OR REPLACE TEMP TABLE cl_a_m AS SELECT m.* FROM (
-      SELECT wallet_id, k, ${cellOf('k', rules)} AS cell FROM (
-        SELECT DISTINCT wallet_id, ${k} AS k FROM ${legs.from} SEMI JOIN (SELECT wallet_id FROM cl_a WHERE wallet_id IN ${eligibleWallets}) USING (wallet_id)
-        WHERE ${visible})) m
-    ANTI JOIN a_cluster_crowded c ON c.cell = m.cell`);
+  await db.run(`CREATE OR REPLACE TEMP TABLE cl_a_m AS SELECT * FROM ${FREE_MOMENTS} WHERE wallet_id IN (SELECT wallet_id FROM cl_a)`);
   await db.run(`UPDATE a_cluster_wallets SET n = 0 WHERE wallet_id IN (SELECT wallet_id FROM cl_a)`);
   await db.run(`UPDATE a_cluster_wallets w SET n = c.n FROM (SELECT wallet_id, count(*) AS n FROM cl_a_m GROUP BY wallet_id) c WHERE w.wallet_id = c.wallet_id`);
   // every moment a match with A can touch: A's cells and their neighbours
   await db.run(`CREATE OR REPLACE TEMP TABLE cl_near AS SELECT DISTINCT cell + d AS cell FROM cl_a_m, (VALUES (-1), (0), (1)) v(d)`);
-  await db.run(`CREATE OR REPLACE TEMP TABLE cl_near_m AS SELECT m.* FROM (${momentsIn('cl_near')}) m ANTI JOIN a_cluster_crowded c ON c.cell = m.cell`);
+  await db.run(`CREATE OR REPLACE TEMP TABLE cl_near_m AS SELECT * FROM ${FREE_MOMENTS} WHERE cell IN (SELECT cell FROM cl_near)`);
   // A's pairs again
   const inA = (c: string) => `${c} IN (SELECT wallet_id FROM cl_a)`;
   await db.run(`DELETE FROM a_cluster_pairs WHERE ${inA('a')} OR ${inA('b')}`);
   await db.run(`INSERT INTO a_cluster_pairs SELECT a, b FROM (${pairsFromMomentsSql('cl_near_m', 'a_cluster_wallets', rules, `${inA('a')} OR ${inA('b')}`)})`);
   const rechecked = await count('SELECT * FROM cl_a');
-  for (const t of ['cl_new', 'cl_c', 'cl_touched', 'cl_touched_m', 'cl_status', 'cl_a', 'cl_a_m', 'cl_near', 'cl_near_m']) await db.run(`DROP TABLE IF EXISTS ${t}`);
-  return { ...(await writeClusters(db)), seconds: secondsSince(t0), rechecked_wallets: rechecked, touched_from_recent: recentCells };
+  for (const t of ['cl_new', 'cl_c', 'cl_flip', 'cl_gained_m', 'cl_touched', 'cl_touched_m', 'cl_status', 'cl_a', 'cl_a_m', 'cl_near', 'cl_near_m']) await db.run(`DROP TABLE IF EXISTS ${t}`);
+  return { ...(await writeClusters(db)), seconds: secondsSince(t0), rechecked_wallets: rechecked, flipped_wallets: flips };
 }

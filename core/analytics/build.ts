@@ -14,7 +14,7 @@
  *  rankings      a_clusters, a_rank_base, a_board, a_board_meta (clusters.ts, rankings.ts)
  *  meta          a_meta (as_of, built_at, version, watermark)
  */
-import { A_LEGS, CLUSTER_RULES, buildClusters } from '../clusters.ts';
+import { A_LEGS, CLUSTER_RULES, buildClusters, clusterMomentsSql } from '../clusters.ts';
 import { BOARD_RANK_COLUMNS, BOARD_TOP_RANKS, BOARD_VIEW_SQL, boardTopSql, writeRankBase } from '../rankings.ts';
 import { scoreBoards, type OrdersOf } from '../ranking-boards.ts';
 import type { RankingEngine } from '../ranking-engine.ts';
@@ -34,7 +34,7 @@ import { alphaSql, calibrationSql, categorySql, featuresSql, medianFillSql, pnlS
  * Bumped when the shape of the a_* tables changes: a state of an older schema is migrated when ENGINE_MIGRATIONS has
  * the steps from it, otherwise rebuilt.
  */
-export const ENGINE_SCHEMA = 6;
+export const ENGINE_SCHEMA = 7;
 
 /**
  * Migrations of a persisted state, by the schema they start from (each ends one schema later). A migration is run by
@@ -49,6 +49,7 @@ export const ENGINE_SCHEMA = 6;
  *   (a_board_top; a_board_meta.top_rows); a_board becomes the view that adds the rank-base columns (core/rankings.ts
  *   BOARD_VIEW_SQL).
  * - 5 -> 6: the heavy wallets' bands of fill sizes around their median (median-fill.ts: a_fill_band, a_fill_band_wallets).
+ * - 6 -> 7: every moment of every wallet the lockstep rule considers (clusters.ts: a_cluster_moments).
  */
 export const ENGINE_MIGRATIONS: Record<number, readonly string[]> = {
   1: [
@@ -82,6 +83,7 @@ export const ENGINE_MIGRATIONS: Record<number, readonly string[]> = {
     `UPDATE a_meta SET engine_schema = 5`,
   ],
   5: [...FILL_BAND_DDL, ...addBandsSql(visibleFillSizes('true', `(SELECT as_of FROM a_meta LIMIT 1)`)), `UPDATE a_meta SET engine_schema = 6`],
+  6: [clusterMomentsSql(`(SELECT as_of FROM a_meta LIMIT 1)`), `UPDATE a_meta SET engine_schema = 7`],
 };
 
 /** The statements that migrate a state of engine schema `from` to ENGINE_SCHEMA ([] when current), or null when none can. */

@@ -189,6 +189,7 @@ export const ANALYTICS_TABLES: Record<string, string[]> = {
   a_wallet_pctiles: ['wallet_id'],
   a_clusters: ['wallet_id'],
   a_cluster_wallets: ['wallet_id'],
+  a_cluster_moments: ['wallet_id', 'k'],
   a_cluster_crowded: ['cell'],
   a_cluster_pairs: ['a', 'b'],
   a_rank_base: ['wallet_id'],
