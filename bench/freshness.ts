@@ -29,7 +29,7 @@
  * The tail's rows stay in the database (a later run continues after them), as they would in the service.
  */
 import { cpus } from 'node:os';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { PerformanceObserver, constants as perfConstants, monitorEventLoopDelay, type PerformanceEntry } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { PRESETS, ensureWalletLinks } from '../core/rankings.ts';
@@ -131,6 +131,21 @@ let wall0 = performance.now();
 // how long the event loop was held (requests wait that long; past the servers' keep-alive timeout clients were reset)
 const loopDelay = monitorEventLoopDelay({ resolution: 10 });
 loopDelay.enable();
+// the garbage collector's pauses (they hold the loop as a JavaScript step does): per kind, and those over 50 ms with
+// what last happened before each
+const gcKind: Record<number, string> = {
+  [perfConstants.NODE_PERFORMANCE_GC_MINOR]: 'minor',
+  [perfConstants.NODE_PERFORMANCE_GC_MAJOR]: 'major',
+  [perfConstants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental',
+  [perfConstants.NODE_PERFORMANCE_GC_WEAKCB]: 'weakcb',
+};
+let gcPauses: { kind: string; ms: number; after: string }[] = [];
+const gcObserver = new PerformanceObserver((list) => {
+  for (const e of list.getEntries() as (PerformanceEntry & { detail?: { kind?: number } })[]) {
+    gcPauses.push({ kind: gcKind[e.detail?.kind ?? 0] ?? 'other', ms: e.duration, after: lastEvent });
+  }
+});
+gcObserver.observe({ entryTypes: ['gc'] });
 // as main.ts: a request that reads a version before it is announced ranks with the engine it is committed with
 engine.on('committing', (version, r) => rankers.stage(version, r.ranker ?? null));
 engine.on('published', (p, r) => {
@@ -162,6 +177,7 @@ if (a['warmup-refreshes'] > 0) {
   cpu0 = process.cpuUsage();
   wall0 = performance.now();
   loopDelay.reset();
+  gcPauses = [];
 }
 
 // refreshes back to back (or every --refresh-ms), CPU counted per refresh
@@ -286,6 +302,9 @@ for (const p of probes) if (p.kind === 'preset' && p.ms > 100) slowPresets.set(p
 // the custom rankings over a second, the same way (their maximum was 19–25 s in every run of session 17)
 const slowCustoms = new Map<string, number[]>();
 for (const p of probes) if (p.kind === 'custom' && p.ms > 1000) slowCustoms.set(p.after, [...(slowCustoms.get(p.after) ?? []), p.ms]);
+const gcKinds = [...new Set(gcPauses.map((g) => g.kind))];
+const gcOver50 = new Map<string, number[]>();
+for (const g of gcPauses) if (g.ms > 50) gcOver50.set(`${g.kind} ${g.after}`, [...(gcOver50.get(`${g.kind} ${g.after}`) ?? []), g.ms]);
 const out = {
   bench: 'freshness',
   venue: dbPath,
@@ -301,6 +320,11 @@ const out = {
   probe_errors: { count: probeErrors.length, first: probeErrors.slice(0, 5) },
   event_loop_holds_over_1s: { count: longHolds.length, first: longHolds.slice(0, 20) },
   event_loop_delay_ms: { p50: Number((loopDelay.percentile(50) / 1e6).toFixed(1)), p99: Number((loopDelay.percentile(99) / 1e6).toFixed(1)), max: Number((loopDelay.max / 1e6).toFixed(1)) },
+  gc_pauses_ms: Object.fromEntries(gcKinds.map((k) => {
+    const ms = gcPauses.filter((g) => g.kind === k).map((g) => g.ms);
+    return [k, { count: ms.length, total: Math.round(ms.reduce((s, x) => s + x, 0)), p99: pct(ms, 0.99), max: pct(ms, 1) }];
+  })),
+  gc_pauses_over_50ms_by_moment: Object.fromEntries([...gcOver50].map(([moment, ms]) => [moment, stats(ms)])),
   final_refresh_error: finalRefreshError,
   warmup_refreshes: warmups,
   refresh_seconds: stats(refreshes),
@@ -328,6 +352,7 @@ const out = {
 console.log(JSON.stringify(out, null, 2));
 clearInterval(rssTimer);
 clearInterval(heartbeat);
+gcObserver.disconnect();
 await closeApp();
 await sqlApp.close();
 await engine.stop();

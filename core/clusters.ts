@@ -334,12 +334,15 @@ export async function refreshClusters(db: QueryRunner, from: ClusterMark, to: Cl
     ${flips ? `UNION SELECT cell FROM a_cluster_moments WHERE wallet_id IN ${flippedTo(false)}` : ''}`);
   if (flips) await db.run(`DELETE FROM a_cluster_moments WHERE wallet_id IN ${flippedTo(false)}`);
   await db.run(`INSERT INTO a_cluster_moments SELECT * FROM cl_gained_m`);
-  await db.run(`INSERT INTO a_cluster_moments SELECT n.* FROM (
+  // every moment in the touched cells (of the eligible wallets: those a_cluster_moments holds). A new moment of a
+  // wallet that stays eligible is in a touched cell, and so is the same moment when the state holds it already: the
+  // new ones are told apart here, not by a scan of every moment
+  await db.run(`CREATE OR REPLACE TEMP TABLE cl_touched_m AS SELECT * FROM a_cluster_moments WHERE cell IN (SELECT cell FROM cl_touched)`);
+  await db.run(`CREATE OR REPLACE TEMP TABLE cl_added_m AS SELECT n.* FROM (
       SELECT DISTINCT wallet_id, k, ${cellOf('k', rules)} AS cell FROM cl_new WHERE wallet_id IN (SELECT wallet_id FROM cl_c WHERE was AND ${eligible})) n
-    ANTI JOIN a_cluster_moments m ON m.wallet_id = n.wallet_id AND m.k = n.k`);
-  // every moment in `cells` (of the eligible wallets: those a_cluster_moments holds)
-  const momentsIn = (cells: string) => `SELECT * FROM a_cluster_moments WHERE cell IN (SELECT cell FROM ${cells})`;
-  await db.run(`CREATE OR REPLACE TEMP TABLE cl_touched_m AS ${momentsIn('cl_touched')}`);
+    ANTI JOIN cl_touched_m m ON m.wallet_id = n.wallet_id AND m.k = n.k`);
+  await db.run(`INSERT INTO a_cluster_moments SELECT * FROM cl_added_m`);
+  await db.run(`INSERT INTO cl_touched_m SELECT * FROM cl_added_m`);
   // crowd status now vs in the state; the state follows
   await db.run(`CREATE OR REPLACE TEMP TABLE cl_status AS
     SELECT t.cell, coalesce(m.n, 0) > ${rules.maxCrowd} AS crowded, t.cell IN (SELECT cell FROM a_cluster_crowded) AS was
@@ -361,6 +364,6 @@ export async function refreshClusters(db: QueryRunner, from: ClusterMark, to: Cl
   await db.run(`DELETE FROM a_cluster_pairs WHERE ${inA('a')} OR ${inA('b')}`);
   await db.run(`INSERT INTO a_cluster_pairs SELECT a, b FROM (${pairsFromMomentsSql('cl_near_m', 'a_cluster_wallets', rules, `${inA('a')} OR ${inA('b')}`)})`);
   const rechecked = await count('SELECT * FROM cl_a');
-  for (const t of ['cl_new', 'cl_c', 'cl_flip', 'cl_gained_m', 'cl_touched', 'cl_touched_m', 'cl_status', 'cl_a', 'cl_a_m', 'cl_near', 'cl_near_m']) await db.run(`DROP TABLE IF EXISTS ${t}`);
+  for (const t of ['cl_new', 'cl_c', 'cl_flip', 'cl_gained_m', 'cl_touched', 'cl_touched_m', 'cl_added_m', 'cl_status', 'cl_a', 'cl_a_m', 'cl_near', 'cl_near_m']) await db.run(`DROP TABLE IF EXISTS ${t}`);
   return { ...(await writeClusters(db)), seconds: secondsSince(t0), rechecked_wallets: rechecked, flipped_wallets: flips };
 }

@@ -230,7 +230,18 @@ describe('refreshClusters equals a rebuild', () => {
     market: fc.integer({ min: 1, max: 2 }),
     outcome: fc.integer({ min: 0, max: 1 }),
     buy: fc.boolean(),
-    who: fc.array(fc.record({ w: fc.integer({ min: 1, max: 9 }), dt: fc.integer({ min: 0, max: 70 }), maker: fc.integer({ min: 0, max: 3 }).map((x) => x === 0), late: fc.integer({ min: -900, max: 900 }) }), { minLength: 1, maxLength: 8 }),
+    who: fc.array(
+      fc.record({
+        w: fc.integer({ min: 1, max: 9 }),
+        dt: fc.integer({ min: 0, max: 70 }),
+        maker: fc.integer({ min: 0, max: 3 }).map((x) => x === 0),
+        late: fc.integer({ min: -900, max: 900 }),
+        // a second fill of the same wallet, token side and second (one order against two makers), arriving apart: the
+        // same moment again, often in a later refresh
+        again: fc.option(fc.integer({ min: -900, max: 900 }), { freq: 3 }),
+      }),
+      { minLength: 1, maxLength: 8 },
+    ),
   });
 
   it('after every refresh step', async () => {
@@ -238,7 +249,9 @@ describe('refreshClusters equals a rebuild', () => {
     await fc.assert(
       fc.asyncProperty(fc.array(burst, { minLength: 5, maxLength: 40 }), fc.array(fc.integer({ min: 60, max: 600 }), { minLength: 2, maxLength: 6 }), async (bursts, steps) => {
         // a leg arrives (seq) in order of its stamp shifted by `late`: some arrive late, some before their stamp
-        const legs = bursts.flatMap((b) => b.who.map((x) => ({ w: x.w, m: b.market, o: b.outcome, t: t0 + b.t + x.dt, kind: x.maker ? 2 : 1, q: b.buy ? 5 : -5, arrive: b.t + x.dt + x.late })));
+        const legs = bursts.flatMap((b) =>
+          b.who.flatMap((x) => [x.late, ...(x.again === null ? [] : [x.again])].map((late) => ({ w: x.w, m: b.market, o: b.outcome, t: t0 + b.t + x.dt, kind: x.maker ? 2 : 1, q: b.buy ? 5 : -5, arrive: b.t + x.dt + late }))),
+        );
         legs.sort((a, b) => a.arrive - b.arrive || a.t - b.t || a.w - b.w);
         await conn.run(`CREATE OR REPLACE TABLE t_legs (wallet_id INTEGER, market_id INTEGER, outcome_index UTINYINT, ts TIMESTAMP, kind UTINYINT, q DOUBLE, seq BIGINT)`);
         if (legs.length) {
