@@ -319,7 +319,6 @@ export async function refreshClusters(db: QueryRunner, from: ClusterMark, to: Cl
     FROM (SELECT wallet_id, count(*) AS legs, sum(maker) AS makers FROM cl_new GROUP BY wallet_id) d LEFT JOIN a_cluster_wallets w USING (wallet_id)`);
   await db.run(`DELETE FROM a_cluster_wallets WHERE wallet_id IN (SELECT wallet_id FROM cl_c)`);
   await db.run(`INSERT INTO a_cluster_wallets SELECT wallet_id, legs, makers, 0 FROM cl_c`);
-  const eligibleWallets = `(SELECT wallet_id FROM a_cluster_wallets WHERE ${eligible})`;
 
   // the moments follow eligibility: a wallet that became eligible brings every moment of its history, one that no longer
   // is takes its moments away, one that stays eligible adds its new moments not already there
