@@ -720,25 +720,20 @@ export class RankingEngine {
       const rk = this.rankKeyOf(id);
       const len = this.order[id].length;
       const higherBetter = METRICS[id].better === 'higher';
-      const pctOf = (i: number, r: number) => (counts.n === 0 || r > len ? Number.NaN : percentRank(gatedRank(counts, i, r, higherBetter), counts.n));
-      if (asc !== null && placeOf !== null) {
-        const pct = new Float64Array(rows.length);
-        for (let a = 0; a < asc.length; a += sliceRows) {
-          const end = Math.min(asc.length, a + sliceRows);
-          for (let k = a; k < end; k++) pct[placeOf[k]!] = pctOf(asc[k]!, rk[asc[k]!]!);
-          if (end < asc.length) yield;
+      // the rows in the order visited (ascending when distinct), each percentile written to its place in `rows`; in
+      // slices, as many rows are read
+      const visit = asc ?? rows;
+      const pct = new Float64Array(rows.length);
+      for (let a = 0; a < visit.length; a += sliceRows) {
+        const end = Math.min(visit.length, a + sliceRows);
+        for (let k = a; k < end; k++) {
+          const i = visit[k]!;
+          const r = rk[i]!;
+          pct[placeOf === null ? k : placeOf[k]!] = counts.n === 0 || r > len ? Number.NaN : percentRank(gatedRank(counts, i, r, higherBetter), counts.n);
         }
-        out[id] = pct;
-      } else {
-        const pct = new Float64Array(rows.length);
-        // in slices: many rows are read at random
-        for (let a = 0; a < rows.length; a += sliceRows) {
-          const end = Math.min(rows.length, a + sliceRows);
-          for (let k = a; k < end; k++) pct[k] = pctOf(rows[k]!, rk[rows[k]!]!);
-          if (end < rows.length) yield;
-        }
-        out[id] = pct;
+        if (end < visit.length) yield;
       }
+      out[id] = pct;
       yield;
     }
     return out;
