@@ -30,6 +30,13 @@ export interface PatchFigures {
   rows: number;
   replaced: number;
   inserted: number;
+  /**
+   * delta rows placed anew in the metrics' orders, summed over the metrics: the new rows and the replaced rows whose
+   * value or measured flag moved (a refresh whose only change for most wallets is a mark moves two metrics of ~19)
+   */
+  reordered: number;
+  /** columns and orders taken over from the previous engine as they were (no row of theirs changed, none inserted) */
+  reused: number;
 }
 
 /** The engine of (previous rank base with `delta`'s rows replacing or joining it). */
@@ -37,17 +44,29 @@ export function patchEngine(prev: RankingEngine, delta: RankColumns): { engine: 
   return drain(patchSteps(prev, delta));
 }
 
+/** Two doubles equal as stored values (NaN equals NaN; 0 and -0 are equal, as every order and comparison here takes them). */
+const same = (x: number, y: number) => x === y || (x !== x && y !== y);
+
 /**
  * patchEngine in steps (a column or a metric's order each), for a caller that lets the event loop run between them:
  * in one piece it held a full-scale service's loop 12 to 28 s per refresh on a slow day (bench/cpu-holds.ts).
+ *
+ * Whatever did not change is taken over, not copied: a column none of whose replaced rows moved, when no row is
+ * inserted, is the previous engine's array itself (engines never write their columns or orders), and a metric's
+ * order places only the rows whose value moved. A refresh that moves the marks of 1.9M wallets changes their P&L,
+ * and so two metrics' values: the other orders then cost a pass each, not a sort of 1.9M rows (and ~40 arrays of the
+ * cohort's length are not allocated again, which the garbage collector paid for in pauses).
  */
 export function* patchSteps(prev: RankingEngine, delta: RankColumns): Generator<void, { engine: RankingEngine; figures: PatchFigures }> {
   const old = prev.cols;
   // the merge of two wallet-ordered row sets: each new row comes from the old rows (fromOld >= 0) or the delta
   const fromOld = new Int32Array(old.n + delta.n);
   const fromDelta = new Int32Array(old.n + delta.n);
-  const oldToNew = new Int32Array(old.n).fill(-1); // -1: replaced by a delta row
+  // an old row's new row, or -2 - j when delta row j replaces it
+  const oldToNew = new Int32Array(old.n);
   const deltaToNew = new Int32Array(delta.n);
+  // the old row a delta row replaces, -1 for a new one
+  const deltaToOld = new Int32Array(delta.n);
   let i = 0;
   let j = 0;
   let n = 0;
@@ -56,8 +75,10 @@ export function* patchSteps(prev: RankingEngine, delta: RankColumns): Generator<
     const wo = i < old.n ? old.walletId[i]! : Number.POSITIVE_INFINITY;
     const wd = j < delta.n ? delta.walletId[j]! : Number.POSITIVE_INFINITY;
     if (wd <= wo) {
+      deltaToOld[j] = -1;
       if (wd === wo) {
-        i++;
+        deltaToOld[j] = i;
+        oldToNew[i++] = -2 - j;
         replaced++;
       }
       fromOld[n] = -1;
@@ -69,7 +90,17 @@ export function* patchSteps(prev: RankingEngine, delta: RankColumns): Generator<
       oldToNew[i++] = n++;
     }
   }
+  const inserted = delta.n - replaced;
+  let reused = 0;
   const merge = <T extends Column>(a: T, b: ArrayLike<number>): T => {
+    if (inserted === 0) {
+      let moved = false;
+      for (let d = 0; d < delta.n && !moved; d++) moved = !same(a[deltaToOld[d]!]!, b[d]!);
+      if (!moved) {
+        reused++;
+        return a;
+      }
+    }
     const out = columnLike(a, n);
     for (let r = 0; r < n; r++) {
       const o = fromOld[r]!;
@@ -125,27 +156,64 @@ export function* patchSteps(prev: RankingEngine, delta: RankColumns): Generator<
   for (const g of Object.keys(old.gate) as GateField[]) gate[g] = yield* merged(old.gate[g], delta.gate[g]);
   const cols: RankColumns = { n, walletId, userCode, links, tradeCount, lastTradeUs, bestCategory, categories, volume, tagBits, clusterSize, measured, value, gate };
 
-  // each order: the kept old rows (renumbered, still in value order with ties in row order: the renumbering keeps
-  // row order) merged with the delta's measured rows in their own order
+  // each order: the old rows that keep their place (renumbered, still in value order with ties in row order: the
+  // renumbering keeps row order) merged with the delta rows placed anew (new, or moved: measured or value changed),
+  // in their own order
   const prevOrders = prev.orders();
   const orders = {} as Record<MetricId, Int32Array>;
+  let reordered = 0;
   for (const id of METRIC_IDS) {
     const a = prevOrders[id];
-    // in steps too: a refresh whose moved mids change most wallets' P&L patches with a delta of ~1.9M rows, whose
-    // order in one piece took 1.5 s (bench:rankings' patch_steps)
-    const b = yield* sortedMeasuredSteps(delta.measured[id], delta.value[id], MERGE_SLICE);
+    const val = cols.value[id];
+    const oldMeasured = old.measured[id];
+    const oldValue = old.value[id];
+    const newMeasured = delta.measured[id];
+    const newValue = delta.value[id];
+    // in an order: measured with a value (sortedMeasured's rule)
+    const inOrder = (m: Uint8Array, v: Float64Array, r: number) => m[r] === 1 && !Number.isNaN(v[r]!);
+    // moved[d]: replaced row d left its place (it goes, and comes back in `placed` when still in the order)
+    const moved = new Uint8Array(delta.n);
+    const placed = new Uint8Array(delta.n);
+    let nPlaced = 0;
+    for (let d = 0; d < delta.n; d++) {
+      const o = deltaToOld[d]!;
+      const isIn = inOrder(newMeasured, newValue, d);
+      if (o >= 0) {
+        const wasIn = inOrder(oldMeasured, oldValue, o);
+        moved[d] = +(wasIn !== isIn || (isIn && oldValue[o] !== newValue[d]));
+      }
+      placed[d] = +(isIn && (o < 0 || moved[d] === 1));
+      nPlaced += placed[d]!;
+    }
+    reordered += nPlaced;
+    if (inserted === 0 && nPlaced === 0 && moved.every((x) => x === 0)) {
+      // every row in its place and numbered as before: the order itself
+      orders[id] = a;
+      reused++;
+      yield;
+      continue;
+    }
+    // in steps too: a refresh whose moved mids change most wallets' P&L places ~1.9M rows in the P&L metrics' orders,
+    // whose sort in one piece took 1.5 s (bench:rankings' patch_steps)
+    const b = yield* sortedMeasuredSteps(placed, newValue, MERGE_SLICE);
+    // an old row's new row when it keeps its place, else -1
+    const keptRow = (r: number) => {
+      const o = oldToNew[r]!;
+      if (o >= 0) return o;
+      const d = -2 - o;
+      return moved[d] === 1 ? -1 : deltaToNew[d]!;
+    };
     let kept = 0;
-    for (let k = 0; k < a.length; k++) if (oldToNew[a[k]!]! >= 0) kept++;
+    for (let k = 0; k < a.length; k++) if (keptRow(a[k]!) >= 0) kept++;
     yield;
     const out = new Int32Array(kept + b.length);
-    const val = cols.value[id];
     let x = 0;
     let y = 0;
     let k = 0;
     let ra = -1;
     const nextA = () => {
-      while (x < a.length && oldToNew[a[x]!]! < 0) x++;
-      ra = x < a.length ? oldToNew[a[x]!]! : -1;
+      while (x < a.length && (ra = keptRow(a[x]!)) < 0) x++;
+      if (x >= a.length) ra = -1;
     };
     nextA();
     while (ra >= 0 || y < b.length) {
@@ -166,5 +234,5 @@ export function* patchSteps(prev: RankingEngine, delta: RankColumns): Generator<
     orders[id] = out;
     yield;
   }
-  return { engine: new RankingEngine(cols, orders), figures: { rows: n, replaced, inserted: delta.n - replaced } };
+  return { engine: new RankingEngine(cols, orders), figures: { rows: n, replaced, inserted, reordered, reused } };
 }

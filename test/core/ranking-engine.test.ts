@@ -462,25 +462,53 @@ describe('a patched engine (core/ranking-patch.ts) equals one loaded whole', () 
     const want = await loadRankColumns(db);
     const wantOrders = metricOrders(want);
     let runs = 0;
+    // orders taken over, and orders placed anew in a run with no new wallet: both happen
+    let takenOver = 0;
+    let reordered = 0;
     await fc.assert(
-      fc.asyncProperty(fc.uniqueArray(fc.nat({ max: ids.length - 1 }), { minLength: 1, maxLength: 80 }), fc.array(fc.boolean(), { minLength: 80, maxLength: 80 }), async (picks, isNew) => {
+      fc.asyncProperty(
+        fc.uniqueArray(fc.nat({ max: ids.length - 1 }), { minLength: 1, maxLength: 80 }),
+        // no new wallet at all in about a third of the runs: then what did not change is taken over
+        fc.oneof(fc.array(fc.boolean(), { minLength: 80, maxLength: 80 }), fc.constant(Array<boolean>(80).fill(false))),
+        fc.nat({ max: 11 }),
+        async (picks, isNew, shift) => {
         const changed = picks.map((k) => ids[k]!);
         const added = changed.filter((_, k) => isNew[k]);
         const list = (xs: number[]) => (xs.length ? xs.join(',') : '-1'); // no wallet has id -1
         // the previous version: the new wallets absent, the changed ones with other values (metrics moved, a category
         // that no longer exists, a link that goes away, tags and cluster sizes that change)
         await v.conn.run(`CREATE OR REPLACE TABLE rb_old AS SELECT * FROM a_rank_base WHERE wallet_id NOT IN (${list(added)})`);
-        await v.conn.run(`UPDATE rb_old SET realized_pnl = 3 - realized_pnl, total_pnl = NULL, calibration_excess_z = calibration_excess_z + 0.5,
-            lifetime_volume_usdc = lifetime_volume_usdc * 2, trade_count = trade_count + 1, best_category = 'zz_gone',
+        // (each wallet changes some of these, by its id and the run's shift: a changed wallet keeps its place in the
+        // orders of the metrics it did not change, and one may change nothing ranked at all)
+        const some = (k: number) => `(wallet_id + ${shift}) % ${k} = 0`;
+        await v.conn.run(`UPDATE rb_old SET realized_pnl = CASE WHEN ${some(2)} THEN 3 - realized_pnl ELSE realized_pnl END,
+            total_pnl = CASE WHEN ${some(3)} THEN NULL WHEN ${some(5)} THEN total_pnl + 1 ELSE total_pnl END,
+            calibration_excess_z = CASE WHEN ${some(4)} THEN calibration_excess_z + 0.5 ELSE calibration_excess_z END,
+            lifetime_volume_usdc = CASE WHEN ${some(6)} THEN lifetime_volume_usdc * 2 ELSE lifetime_volume_usdc END,
+            trade_count = trade_count + 1, best_category = CASE WHEN ${some(2)} THEN 'zz_gone' ELSE best_category END,
             linked_user_id = CASE WHEN wallet_id % 3 = 0 THEN 'u_gone_' || (wallet_id % 2) ELSE NULL END,
-            smart_money_tags = ['whale'], cluster_size = 7, sharpe = NULL
+            smart_money_tags = CASE WHEN ${some(3)} THEN ['whale'] ELSE smart_money_tags END,
+            cluster_size = CASE WHEN ${some(4)} THEN 7 ELSE cluster_size END, sharpe = CASE WHEN ${some(7)} THEN NULL ELSE sharpe END
           WHERE wallet_id IN (${list(changed)})`);
         const prev = new RankingEngine(await loadRankColumns(db, 'rb_old'));
         const delta = await loadRankColumns(db, 'a_rank_base', { where: `wallet_id IN (${list(changed)})` });
         const { engine: patched, figures } = patchEngine(prev, delta);
-        expect(figures).toEqual({ rows: want.n, replaced: changed.length - added.length, inserted: added.length });
+        expect(figures).toMatchObject({ rows: want.n, replaced: changed.length - added.length, inserted: added.length });
         sameColumns(patched.cols, want);
         for (const id of METRIC_IDS) expect([id, [...patched.orders()[id]]]).toEqual([id, [...wantOrders[id]]]);
+        // what was taken over is what did not change: with no new wallet, a metric whose values stayed keeps its order
+        // and columns (the very arrays); a new wallet renumbers every row, so nothing is taken over
+        for (const id of METRIC_IDS) {
+          const [pv, pm, nv, nm] = [prev.cols.value[id], prev.cols.measured[id], patched.cols.value[id], patched.cols.measured[id]];
+          const stayed = [...pv].every((x, r) => Object.is(x, nv[r]) || (x === 0 && nv[r] === 0));
+          // in an order: measured with a value
+          const inOrder = (m: Uint8Array, vs: Float64Array, r: number) => m[r] === 1 && !Number.isNaN(vs[r]!);
+          const orderStayed = [...pv].every((x, r) => inOrder(pm, pv, r) === inOrder(nm, nv, r) && (!inOrder(pm, pv, r) || x === nv[r]));
+          expect([id, patched.orders()[id] === prev.orders()[id]]).toEqual([id, added.length === 0 && orderStayed]);
+          if (patched.orders()[id] === prev.orders()[id]) takenOver++;
+          else if (added.length === 0) reordered++;
+          expect([id, patched.cols.value[id] === prev.cols.value[id]]).toEqual([id, added.length === 0 && stayed]);
+        }
         // the refresh runs it in steps, the event loop let run between them: at least a step per column and per order
         let steps = 0;
         const stepped = patchSteps(prev, delta);
@@ -488,9 +516,11 @@ describe('a patched engine (core/ranking-patch.ts) equals one loaded whole', () 
         expect(steps).toBeGreaterThan(3 * METRIC_IDS.length);
         runs++;
       }),
-      { numRuns: 12 },
+      { numRuns: 16 },
     );
-    expect(runs).toBe(12);
+    expect(runs).toBe(16);
+    expect(takenOver).toBeGreaterThan(0);
+    expect(reordered).toBeGreaterThan(0);
     await v.conn.run(`DROP TABLE IF EXISTS rb_old`);
   }, 120_000);
 });
