@@ -132,7 +132,7 @@ export function positionPnlSql(extra: readonly string[] = []): string {
   return `pnl AS (
     SELECT *,
       round(CASE WHEN resolved THEN trade_pnl + shares * payout - cost_basis ELSE trade_pnl END, 6) AS realized_pnl,
-      round(CASE WHEN resolved THEN 0 ELSE shares * coalesce(mark, cost_basis / nullif(shares, 0), 0) - cost_basis END, 6) AS unrealized_pnl
+      CASE WHEN resolved THEN 0 ELSE ${openUnrealizedPnlSql('mark')} END AS unrealized_pnl
     FROM valued)
   SELECT wallet_id, market_id, outcome_index, shares, cost_basis,
     cost_basis / nullif(shares, 0) AS avg_price, bought_shares, entry_price,
@@ -143,6 +143,15 @@ export function positionPnlSql(extra: readonly string[] = []): string {
          WHEN payout > 0 AND shares - redeemed_shares > ${DUST_SHARES} THEN 'REDEEMABLE'
          ELSE ${labelSql('realized_pnl', 'outcome_index', 'winner_index', 'is_void')} END AS status${extra.map((c) => `, ${c}`).join('')}
   FROM pnl`;
+}
+
+/**
+ * The unrealized P&L of a position not resolved (columns shares and cost_basis) at the mark `mark`: its shares at the
+ * mark (at cost when there is none) less their cost, in micro-USDC. A refresh that moves marks adds the change of this
+ * figure to the wallets' sums (core/analytics/refresh.ts), so both read it here.
+ */
+export function openUnrealizedPnlSql(mark: string): string {
+  return `round(shares * coalesce(${mark}, cost_basis / nullif(shares, 0), 0) - cost_basis, 6)`;
 }
 
 /** The methodology's label rule as SQL over a resolved position's final P&L (NULL when unresolved). */

@@ -19,8 +19,9 @@
  *     its token's holders' daily returns are recomputed when it falls in a completed day;
  *  5. tokens whose latest mid moved: their positions' marks and unrealized P&L (no restream), for the wallets holding
  *     shares of them in a market not resolved;
- *  6. wallets of any of these: their per-wallet rows (a wallet whose only change is a mark: its P&L row); and every
- *     wallet's cohort-wide figures;
+ *  6. wallets of any of these: their per-wallet rows (a wallet whose only change is its marks: its P&L row, moved by the
+ *     change of its unrealized P&L; one whose only change is a horizon: its alpha row); and every wallet's cohort-wide
+ *     figures;
  *  7. risk: each completed day that passed closes (risk.ts dayCloseSql); a late row stamped in a completed day
  *     recomputes its wallet's days through the position stream; the statistics follow.
  *  8. clusters: the pairs of wallets whose moments or cells changed (clusters.ts refreshClusters says why exactly).
@@ -39,7 +40,8 @@ import type { PresetHeads } from '../preset-rankings.ts';
 import { drainPausing, yieldToEventLoop } from '../steps.ts';
 import { patchSteps } from '../ranking-patch.ts';
 import { sharpCutoffSteps } from '../tags.ts';
-import { tsLiteral, type AsOf, type ColumnarRunner } from '../query.ts';
+import { roundedSql, tsLiteral, type AsOf, type ColumnarRunner } from '../query.ts';
+import { openUnrealizedPnlSql } from '../positions.ts';
 import {
   BEST_CATEGORY_SQL,
   LEG_SCAN_COLUMNS,
@@ -60,7 +62,7 @@ import { tokenOf } from './mid-index.ts';
 import { ALPHA_HORIZON_US, DAY_US, PositionStream, type PositionOut } from './position-stream.ts';
 import { DAY_VALUES_DDL, RISK_WINDOW_DAYS, dayCloseSql, dayCloseTokensSql, pruneRiskDailySql, riskStatsSql, riskWindow } from './risk.ts';
 import { addBandsSql, refreshBands, type FillBandRules } from './median-fill.ts';
-import { alphaSql, medianFillSql, pnlSql, visibleFillSizes, type WalletScope } from './wallets.ts';
+import { alphaSql, medianFillSql, visibleFillSizes, type WalletScope } from './wallets.ts';
 import { ALPHA_SUM_KEYS, AlphaCatchUp, type AlphaSums } from './alpha-due.ts';
 
 /** What a state is as of: the venue clock T and the last arrival batch seen. */
@@ -86,6 +88,8 @@ export interface RefreshReport {
   /** positions not restreamed whose alpha horizons fell due (their sums folded on) */
   alpha_positions: number;
   mark_wallets: number;
+  /** wallets whose only change was their marks: their P&L rows moved by the change of their unrealized P&L */
+  mark_only_wallets: number;
   wallets: number;
   days_closed: number;
   late_wallets: number;
@@ -97,7 +101,7 @@ export interface RefreshReport {
 
 /** The refresh's temporary working tables, dropped when it ends. */
 const REFRESH_WORK_TABLES = ['revalue', 'revalued', 'new_mids', 'late_mids', 'new_legs', 'new_pos', 'restream_pos', 'cont_pos', 'rewritten_pos', 'replaced_pos', 'cont_state', 'cont_legs', 'touched_wallets', 'touched_state', 'streamed_state', 'dirty_pos', 'mark_wallets', 'dirty_legs', 'late_legs', 'late_wallets', 'full_wallets',
-  'scoped_positions', 'scoped_fill_legs', 'scoped_holds', 'scoped_median_fill', 'leg_wallets', 'band_median', 'due_legs', 'alpha_due', 'alpha_only', 'mark_only', 'clusters_before', 'rank_changed', 'metrics_changed', 'day_values', 'day_legs', 'mark_tokens'];
+  'scoped_positions', 'scoped_fill_legs', 'scoped_holds', 'scoped_median_fill', 'leg_wallets', 'band_median', 'due_legs', 'alpha_due', 'alpha_only', 'mark_only', 'clusters_before', 'rank_changed', 'metrics_changed', 'day_values', 'day_legs', 'mark_tokens', 'marks_before'];
 
 /** alpha_due: a_position_state's key and horizon-sum columns, as the state declares them. */
 const ALPHA_DUE_COLUMNS = POSITION_STATE_COLUMNS.filter((c): c is Extract<(typeof POSITION_STATE_COLUMNS)[number], readonly [keyof AlphaSums, string]> =>
@@ -322,12 +326,18 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
   // --- marks that moved: the a_positions view reads them; the wallets holding those tokens get new P&L sums
   const markWallets = await timed('marks', async () => {
     if (movedTokens.size === 0) return 0;
+    // the marks before (a row per token: small), to tell how much each holder's unrealized P&L moved
+    await db.run(`CREATE OR REPLACE TEMP TABLE marks_before AS SELECT * FROM a_marks`);
     await writeMarks(db, mids, to.asOf, movedTokens);
     // a mark moves unrealized P&L only of a position holding shares in a market not resolved by T_new (positionPnlSql:
-    // resolved positions use the payout, and an empty position's unrealized P&L is -cost_basis whatever the mark)
+    // resolved positions use the payout, and an empty position's unrealized P&L is -cost_basis whatever the mark);
+    // each holder's change of it, summed: a wallet whose only change is its marks adds it to its P&L sums (below)
     await db.run(`CREATE OR REPLACE TEMP TABLE mark_wallets AS
-      SELECT DISTINCT wallet_id FROM a_position_state WHERE shares <> 0 AND market_id * 2 + outcome_index IN (SELECT t FROM mark_tokens)
-        AND market_id NOT IN (SELECT market_id FROM resolutions WHERE resolved_at <= ${Tnew})`);
+      SELECT wallet_id, sum(${openUnrealizedPnlSql('k.mark')} - ${openUnrealizedPnlSql('b.mark')}) AS unrealized_change
+      FROM a_position_state s LEFT JOIN a_marks k USING (market_id, outcome_index) LEFT JOIN marks_before b USING (market_id, outcome_index)
+      WHERE s.shares <> 0 AND s.first_ts IS NOT NULL AND s.market_id * 2 + s.outcome_index IN (SELECT t FROM mark_tokens)
+        AND s.market_id NOT IN (SELECT market_id FROM resolutions WHERE resolved_at <= ${Tnew})
+      GROUP BY wallet_id`);
     const [c] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM mark_wallets`);
     return Number(c?.n ?? 0);
   });
@@ -486,13 +496,14 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
 
   // --- per-wallet rows of every wallet touched
   let fillBands = { banded: 0, dropped: 0 };
+  let markOnly = 0;
   const wallets = await timed('wallets', async () => {
     // full_wallets get every per-wallet row again, from their positions, fill legs and holds read once (each
     // statement would otherwise scan the whole tables)
     await db.run(`CREATE OR REPLACE TEMP TABLE full_wallets AS SELECT DISTINCT wallet_id FROM (
         SELECT wallet_id FROM dirty_pos UNION ALL SELECT wallet_id FROM cont_pos UNION ALL SELECT wallet_id FROM late_wallets)`);
     await db.run(`CREATE OR REPLACE TEMP TABLE dirty_wallets AS SELECT wallet_id FROM full_wallets
-        ${markWallets > 0 ? 'UNION SELECT wallet_id FROM mark_wallets' : ''} ${alphaPositions > 0 ? 'UNION SELECT wallet_id FROM alpha_due' : ''}`);
+        ${markWallets > 0 ? 'UNION SELECT wallet_id FROM mark_wallets WHERE unrealized_change <> 0' : ''} ${alphaPositions > 0 ? 'UNION SELECT wallet_id FROM alpha_due' : ''}`);
     const inScope = `wallet_id IN (SELECT wallet_id FROM full_wallets)`;
     // the state rows first, then the view's joins (the view filtered afterwards joined all 64M rows at full scale)
     // touched_state (alpha sums folded on) without the rows the stream replaced, the rows it wrote, and the rows of a
@@ -519,16 +530,24 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     }
     await db.run(`DELETE FROM a_best_category WHERE ${inScope}`);
     await db.run(`INSERT INTO a_best_category ${BEST_CATEGORY_SQL} AND ${inScope}`);
-    // a wallet not in full_wallets whose only change is a moved mark gets its P&L row again; one whose only change is
-    // a horizon that fell due, its alpha row
-    // (alpha-only wallets' rows are in touched_state, with the sums folded on; mark-only wallets' are not)
-    const onlyRow = async (only: string, source: string, table: string, select: (scope: WalletScope) => string, stateOf: string) => {
-      await db.run(`CREATE OR REPLACE TEMP TABLE ${only} AS SELECT wallet_id FROM ${source} EXCEPT SELECT wallet_id FROM full_wallets`);
-      await db.run(`DELETE FROM ${table} WHERE wallet_id IN (SELECT wallet_id FROM ${only})`);
-      await db.run(`INSERT INTO ${table} SELECT * FROM (${select({ table: only, positions: `(${walletPositionsSql(only, stateOf)})` })})`);
-    };
-    if (markWallets > 0) await onlyRow('mark_only', 'mark_wallets', 'a_pnl', pnlSql, 'a_position_state');
-    if (alphaPositions > 0) await onlyRow('alpha_only', 'alpha_due', 'a_alpha', alphaSql, 'touched_state');
+    // a wallet not in full_wallets whose only change is a horizon that fell due gets its alpha row again (its state
+    // rows are in touched_state, with the sums folded on)
+    if (alphaPositions > 0) {
+      await db.run(`CREATE OR REPLACE TEMP TABLE alpha_only AS SELECT wallet_id FROM alpha_due EXCEPT SELECT wallet_id FROM full_wallets`);
+      await db.run(`DELETE FROM a_alpha WHERE wallet_id IN (SELECT wallet_id FROM alpha_only)`);
+      await db.run(`INSERT INTO a_alpha SELECT * FROM (${alphaSql({ table: 'alpha_only', positions: `(${walletPositionsSql('alpha_only', 'touched_state')})` })})`);
+    }
+    if (markWallets > 0) {
+      // a wallet whose only change is its marks: no position of it changed but in unrealized P&L, so its P&L row moves
+      // by that change, summed (rounded as pnlSql rounds its sums: the positions' figures are whole micro-USDC, so any
+      // order of adding them gives the same sum), and nothing else in it moves. At full scale the hour's mids moved
+      // 1.86M wallets' marks, and their rows read again from every position took ~30 s.
+      await db.run(`CREATE OR REPLACE TEMP TABLE mark_only AS SELECT * FROM mark_wallets ANTI JOIN full_wallets USING (wallet_id) WHERE unrealized_change <> 0`);
+      await db.run(`UPDATE a_pnl p SET unrealized_pnl = ${roundedSql('p.unrealized_pnl + m.unrealized_change', 6)}, total_pnl = ${roundedSql('p.total_pnl + m.unrealized_change', 6)}
+        FROM mark_only m WHERE p.wallet_id = m.wallet_id`);
+      const [k] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM mark_only`);
+      markOnly = Number(k?.n ?? 0);
+    }
     const [c] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM dirty_wallets`);
     return Number(c?.n ?? 0);
   });
@@ -587,6 +606,7 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     continued,
     alpha_positions: alphaPositions,
     mark_wallets: markWallets,
+    mark_only_wallets: markOnly,
     wallets,
     days_closed: daysClosed,
     late_wallets: lateWallets,

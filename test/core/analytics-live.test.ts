@@ -29,6 +29,8 @@ let restreamedPositions = 0;
 // median fills read from the heavy wallets' bands, and bands that lost their median (both paths must be taken)
 let bandedMedians = 0;
 let droppedBands = 0;
+// wallets whose only change was their marks (their P&L rows moved by the change alone)
+let markOnlyWallets = 0;
 // bands small enough that the test venue's wallets have them (the rebuild keeps the default: no wallet is that heavy)
 const FILL_BAND_SMALL = { minLegs: 3, half: 1 };
 
@@ -61,6 +63,7 @@ async function run(batches: Batch[], restartAt: number): Promise<string[]> {
       restreamedPositions += r.positions;
       bandedMedians += r.fill_bands.banded;
       droppedBands += r.fill_bands.dropped;
+      markOnlyWallets += r.mark_only_wallets;
       ranker = r.ranker;
       mark = to;
     }
@@ -128,6 +131,7 @@ describe('a refreshed state equals a rebuild', () => {
     expect(continuedPositions).toBeGreaterThan(0);
     expect(restreamedPositions).toBeGreaterThan(0);
     expect(bandedMedians).toBeGreaterThan(0);
+    expect(markOnlyWallets).toBeGreaterThan(0);
     expect(droppedBands).toBeGreaterThan(0);
   }, 600_000);
 });
