@@ -6,7 +6,10 @@
  * slowest statements; --explain REGEX runs the statements matching it under EXPLAIN ANALYZE and prints their plans.
  *
  *   npm run bench:refresh-profile -- --db var/bench-venue-w2800000/bench.duckdb --wallets 2800000 --days 120 --seed 1
- *        [--tail-seconds 60] [--rate 68] [--runs 1] [--commit] [--no-previous] [--memory-limit 8GB] [--explain REGEX]
+ *        [--tail-seconds 60] [--rate 68] [--runs 1] [--commit] [--no-previous] [--move-marks] [--memory-limit 8GB] [--explain REGEX]
+ * --move-marks: each run's transaction first gets an arrival batch of mids, one for every token with a mark in a
+ * market not resolved, stamped at the refresh's T and a little off the mark: the hour's mids of the live tail, which
+ * move most holders' marks (rolled back with the run).
  * A bench venue ends a second before midnight: the first refresh closes a day for every open risk position; run it
  * once with --tail-seconds 2 --commit, then profile.
  */
@@ -21,7 +24,8 @@ import { ensureWalletLinks } from '../core/rankings.ts';
 import { openDuckDB, queryRows } from '../data/duckdb.ts';
 import { LiveTail } from '../data/live-tail/tail.ts';
 import { duckRunner } from '../data/runner.ts';
-import { createVenueViews, migrateVenue } from '../data/schema.ts';
+import { createVenueViews, migrateVenue, nextVenueSeq } from '../data/schema.ts';
+import { tsLiteral } from '../core/query.ts';
 import { persisted } from '../jobs/analytics/engine.ts';
 import { metricOrdersOffThread } from '../jobs/analytics/rank-orders.ts';
 import { LIVE_VENUE_ARGS, liveVenue } from './live-venue-args.ts';
@@ -35,12 +39,14 @@ const Args = z.object({
   explain: z.string().optional(),
   commit: z.boolean().default(false),
   'no-previous': z.boolean().default(false),
+  'move-marks': z.boolean().default(false),
 });
 const { values } = parseArgs({
   options: {
     ...Object.fromEntries(['db', 'wallets', 'days', 'seed', 'rate', 'tail-seconds', 'runs', 'min-ms', 'memory-limit', 'explain'].map((k) => [k, { type: 'string' as const }])),
     commit: { type: 'boolean' },
     'no-previous': { type: 'boolean' },
+    'move-marks': { type: 'boolean' },
   },
 });
 const a = Args.parse(values);
@@ -115,9 +121,17 @@ for (let run = 0; run < a.runs; run++) {
   const stall = monitorEventLoopDelay({ resolution: 5 });
   const stalls: number[] = [];
   await conn.run('BEGIN TRANSACTION');
+  let target = to;
+  if (a['move-marks']) {
+    const seq = await nextVenueSeq(conn);
+    await conn.run(`INSERT INTO mids SELECT market_id, outcome_index, ${tsLiteral(to.asOf)},
+        least(0.999, greatest(0.001, mark + ((hash(market_id, outcome_index, ${run}) % 41)::INTEGER - 20) / 1000.0)), ${seq}
+      FROM a_marks WHERE market_id NOT IN (SELECT market_id FROM resolutions WHERE resolved_at <= ${tsLiteral(to.asOf)})`);
+    target = { asOf: to.asOf, watermark: seq };
+  }
   t = performance.now();
   stall.enable();
-  const report = await refresh(db, mids, from, to, {
+  const report = await refresh(db, mids, from, target, {
     previous,
     ordersOf: metricOrdersOffThread,
     onStep: (name, s) => {
@@ -132,8 +146,9 @@ for (let run = 0; run < a.runs; run++) {
   await conn.run(a.commit ? 'COMMIT' : 'ROLLBACK');
   const stepName = (i: number) => steps[i]?.[0] ?? 'after';
   console.log(
-    `\n=== run ${run + 1}: ${total.toFixed(1)} s; legs ${report.new_legs}, positions restreamed ${report.positions}, continued ${report.continued}, alpha-only ${report.alpha_positions}, wallets ${report.wallets} (marks ${report.mark_wallets}), days closed ${report.days_closed}, median fills from bands ${report.fill_bands.banded} (bands dropped ${report.fill_bands.dropped})`,
+    `\n=== run ${run + 1}: ${total.toFixed(1)} s; legs ${report.new_legs}, positions restreamed ${report.positions}, continued ${report.continued}, alpha-only ${report.alpha_positions}, wallets ${report.wallets} (marks ${report.mark_wallets}, marks only ${report.mark_only_wallets}), days closed ${report.days_closed}, median fills from bands ${report.fill_bands.banded} (bands dropped ${report.fill_bands.dropped})`,
   );
+  if (report.engine_patch) console.log(`engine patch: ${JSON.stringify(report.engine_patch)}`);
   console.log(`steps: ${steps.map(([n, s]) => `${n} ${s.toFixed(1)}`).join(', ')}`);
   console.log(`longest event-loop stall per step (ms): ${steps.map(([n], i) => `${n} ${Math.round(stalls[i]!)}`).join(', ')}`);
   for (const s of stmts) if (s.ms >= a['min-ms']) console.log(`  [${stepName(s.step)}] ${(s.ms / 1000).toFixed(2)} s  ${s.sql}`);

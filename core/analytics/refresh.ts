@@ -38,7 +38,7 @@ import { loadRankingEngine, writeBoards, type OrdersOf } from '../ranking-boards
 import type { RankingEngine } from '../ranking-engine.ts';
 import type { PresetHeads } from '../preset-rankings.ts';
 import { drainPausing, yieldToEventLoop } from '../steps.ts';
-import { patchSteps } from '../ranking-patch.ts';
+import { patchSteps, type PatchFigures } from '../ranking-patch.ts';
 import { sharpCutoffSteps } from '../tags.ts';
 import { roundedSql, tsLiteral, type AsOf, type ColumnarRunner } from '../query.ts';
 import { openUnrealizedPnlSql } from '../positions.ts';
@@ -95,6 +95,8 @@ export interface RefreshReport {
   late_wallets: number;
   /** heavy wallets whose median fill came from their band, and those whose band lost it (read from their legs) */
   fill_bands: { banded: number; dropped: number };
+  /** what the patch of the previous engine changed and took over (absent: the engine was loaded whole) */
+  engine_patch?: PatchFigures;
   /** how many times its JavaScript steps paused (a builder counts them; `seconds.paused`: the time in them) */
   pauses?: number;
 }
@@ -582,11 +584,14 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
   if (incremental) await db.run(`CREATE OR REPLACE TEMP TABLE rank_changed AS ${rankChangedSql(cutoffBefore, sharpMinDeviate)}`);
   await timed('rank_base', () => (incremental ? refreshRankBase(db, 'rank_changed') : writeRankBase(db)));
   // the ranking engine: the previous one patched with the changed rows, or loaded whole (a day closed; a restart)
+  let enginePatch: PatchFigures | undefined;
   const ranker = await timed('engine', async () => {
     if (!incremental || !opts.previous) return loadRankingEngine(db, opts.ordersOf);
     const delta = await loadRankColumns(db, 'a_rank_base', { where: `wallet_id IN (SELECT wallet_id FROM rank_changed)` });
     // in steps, with the event loop let run between them (the service answers requests meanwhile)
-    return (await drainPausing(patchSteps(opts.previous, delta), pause)).engine;
+    const patched = await drainPausing(patchSteps(opts.previous, delta), pause);
+    enginePatch = patched.figures;
+    return patched.engine;
   });
   await timed('boards', () => writeBoards(db, ranker, to.asOf, pause));
   const cutoff = Number.isFinite(sharpMinDeviate) ? String(sharpMinDeviate) : 'NULL';
@@ -611,6 +616,7 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     days_closed: daysClosed,
     late_wallets: lateWallets,
     fill_bands: fillBands,
+    ...(enginePatch ? { engine_patch: enginePatch } : {}),
   };
 }
 
