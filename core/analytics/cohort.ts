@@ -55,13 +55,29 @@ export function writeCohortSql(sharpMinDeviate: number): string[] {
   ];
 }
 
-/** The rows of the wallets listed in `table` again (a refresh), then the percentiles whole. */
-export function refreshCohortSql(sharpMinDeviate: number, table: string): string[] {
+/**
+ * The rows of the wallets listed in `table` again (a refresh); the P&L sums of those listed in `pnlMoved`, whose only
+ * change is those sums (pnlSumsUpdateSql); then the percentiles whole.
+ */
+export function refreshCohortSql(sharpMinDeviate: number, table: string, pnlMoved?: string): string[] {
   return [
     `DELETE FROM a_wallet_metrics WHERE wallet_id IN (SELECT wallet_id FROM ${table})`,
     `INSERT INTO a_wallet_metrics SELECT * FROM (${walletMetricsSql(sharpMinDeviate, { table })})`,
+    ...(pnlMoved ? [pnlSumsUpdateSql('a_wallet_metrics', pnlMoved)] : []),
     `CREATE OR REPLACE TABLE a_wallet_pctiles AS ${WALLET_PCTILES_SQL}`,
   ];
+}
+
+/**
+ * SQL updating the P&L sums that marks move (unrealized and total, from a_pnl) in `target` (a_wallet_metrics or the
+ * rank base, which hold them as walletMetricsSql joins them) for the wallets listed in `wallets`: those whose only
+ * change is their marks, and whose every other column is therefore what it was. Two columns updated, not ~50 written
+ * again: the hour's mids move the marks of 1.86M wallets at full scale. A row also rewritten whole is set to what it
+ * already holds.
+ */
+export function pnlSumsUpdateSql(target: string, wallets: string): string {
+  return `UPDATE ${target} t SET unrealized_pnl = p.unrealized_pnl, total_pnl = p.total_pnl
+    FROM a_pnl p WHERE t.wallet_id = p.wallet_id AND p.wallet_id IN (SELECT wallet_id FROM ${wallets})`;
 }
 
 /** The ranked wallets' skill deviates, whose Benjamini-Hochberg cut gives the sharp tag's threshold. */

@@ -54,7 +54,7 @@ import {
   walletTableStatements,
   writeMarks,
 } from './build.ts';
-import { refreshCohortSql, writeCohortSql } from './cohort.ts';
+import { pnlSumsUpdateSql, refreshCohortSql, writeCohortSql } from './cohort.ts';
 import { HORIZON_FILLS_TABLE, LEGS_ORDER, LEGS_TABLE, appendHorizonFillsSql, appendLegsSql, inventoryLegsSql, pruneHorizonFillsSql } from './legs.ts';
 import { POSITION_STATE_COLUMNS, positionsSql, walletPositionsSql } from './positions.ts';
 import type { MidIndex } from './mid-index.ts';
@@ -103,7 +103,7 @@ export interface RefreshReport {
 
 /** The refresh's temporary working tables, dropped when it ends. */
 const REFRESH_WORK_TABLES = ['revalue', 'revalued', 'new_mids', 'late_mids', 'new_legs', 'new_pos', 'restream_pos', 'cont_pos', 'rewritten_pos', 'replaced_pos', 'cont_state', 'cont_legs', 'touched_wallets', 'touched_state', 'streamed_state', 'dirty_pos', 'mark_wallets', 'dirty_legs', 'late_legs', 'late_wallets', 'full_wallets',
-  'scoped_positions', 'scoped_fill_legs', 'scoped_holds', 'scoped_median_fill', 'leg_wallets', 'band_median', 'due_legs', 'alpha_due', 'alpha_only', 'mark_only', 'clusters_before', 'rank_changed', 'metrics_changed', 'day_values', 'day_legs', 'mark_tokens', 'marks_before'];
+  'scoped_positions', 'scoped_fill_legs', 'scoped_holds', 'scoped_median_fill', 'leg_wallets', 'band_median', 'due_legs', 'alpha_due', 'alpha_only', 'mark_only', 'clusters_before', 'rank_changed', 'metrics_changed', 'day_values', 'day_legs', 'mark_tokens', 'marks_before', 'pnl_moved', 'rewritten_wallets'];
 
 /** alpha_due: a_position_state's key and horizon-sum columns, as the state declares them. */
 const ALPHA_DUE_COLUMNS = POSITION_STATE_COLUMNS.filter((c): c is Extract<(typeof POSITION_STATE_COLUMNS)[number], readonly [keyof AlphaSums, string]> =>
@@ -148,14 +148,17 @@ function cutoffBandSql(cutoffBefore: number, cutoffAfter: number): string | null
  * per-wallet rows (dirty_wallets) and those whose sharp tag the cutoff's move turns on or off. Every other column of
  * a row is a function of the wallet's own per-wallet rows (the percentiles are in a_wallet_pctiles).
  */
-export function metricsChangedSql(cutoffBefore: number, cutoffAfter: number): string {
-  return `SELECT DISTINCT wallet_id FROM (${ownRowsChangedSql(cutoffBefore, cutoffAfter)}) ORDER BY wallet_id`;
+export function metricsChangedSql(cutoffBefore: number, cutoffAfter: number, own = 'dirty_wallets'): string {
+  return `SELECT DISTINCT wallet_id FROM (${ownRowsChangedSql(cutoffBefore, cutoffAfter, own)}) ORDER BY wallet_id`;
 }
 
-/** The wallets with new per-wallet rows and those the cut-off's move re-tags (a UNION ALL, repeats possible). */
-function ownRowsChangedSql(cutoffBefore: number, cutoffAfter: number): string {
+/**
+ * The wallets with new per-wallet rows (listed in `own`: dirty_wallets, or those of them whose rows are rewritten
+ * whole) and those the cut-off's move re-tags (a UNION ALL, repeats possible).
+ */
+function ownRowsChangedSql(cutoffBefore: number, cutoffAfter: number, own: string): string {
   const band = cutoffBandSql(cutoffBefore, cutoffAfter);
-  return `SELECT wallet_id FROM dirty_wallets ${band ? `UNION ALL ${band}` : ''}`;
+  return `SELECT wallet_id FROM ${own} ${band ? `UNION ALL ${band}` : ''}`;
 }
 
 /**
@@ -165,9 +168,9 @@ function ownRowsChangedSql(cutoffBefore: number, cutoffAfter: number): string {
  * move from `cutoffBefore` to `cutoffAfter` (+Infinity: no cutoff). Every other column of the rank base is a
  * function of the wallet's own rows.
  */
-export function rankChangedSql(cutoffBefore: number, cutoffAfter: number): string {
+export function rankChangedSql(cutoffBefore: number, cutoffAfter: number, own = 'dirty_wallets'): string {
   return `SELECT DISTINCT wallet_id FROM (
-      ${ownRowsChangedSql(cutoffBefore, cutoffAfter)}
+      ${ownRowsChangedSql(cutoffBefore, cutoffAfter, own)}
       UNION ALL SELECT wallet_id FROM clusters_before b FULL JOIN a_clusters a USING (wallet_id)
         WHERE a.cluster_id IS DISTINCT FROM b.cluster_id OR a.cluster_size IS DISTINCT FROM b.cluster_size
       UNION ALL SELECT wallet_id FROM wallet_links l FULL JOIN (SELECT wallet_id, linked_user_id AS user_id FROM a_rank_base WHERE linked_user_id IS NOT NULL) b
@@ -570,24 +573,36 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
   // a day that closed moved every wallet's risk window: the cohort tables, the rank base and the engine are written
   // whole; otherwise only the rows that changed
   const incremental = daysClosed === 0;
+  // wallets whose only change is their P&L sums (their marks moved, nothing else of theirs): their a_wallet_metrics and
+  // rank-base rows get those columns (after the rows rewritten whole), not the whole row again
+  const pnlOnly = incremental && markOnly > 0;
+  if (pnlOnly) {
+    await db.run(`CREATE OR REPLACE TEMP TABLE pnl_moved AS SELECT wallet_id FROM mark_only ${alphaPositions > 0 ? 'EXCEPT SELECT wallet_id FROM alpha_due' : ''}`);
+    await db.run(`CREATE OR REPLACE TEMP TABLE rewritten_wallets AS SELECT wallet_id FROM dirty_wallets EXCEPT SELECT wallet_id FROM pnl_moved`);
+  }
+  const own = pnlOnly ? 'rewritten_wallets' : 'dirty_wallets';
   await timed('metrics', async () => {
     if (!incremental) {
       for (const sql of writeCohortSql(sharpMinDeviate)) await db.run(sql);
       return;
     }
-    await db.run(`CREATE OR REPLACE TEMP TABLE metrics_changed AS ${metricsChangedSql(cutoffBefore, sharpMinDeviate)}`);
-    for (const sql of refreshCohortSql(sharpMinDeviate, 'metrics_changed')) await db.run(sql);
+    await db.run(`CREATE OR REPLACE TEMP TABLE metrics_changed AS ${metricsChangedSql(cutoffBefore, sharpMinDeviate, own)}`);
+    for (const sql of refreshCohortSql(sharpMinDeviate, 'metrics_changed', pnlOnly ? 'pnl_moved' : undefined)) await db.run(sql);
   });
   // the rank-base rows that change need the clusters as they were, to tell whose changed
   if (incremental) await db.run(`CREATE OR REPLACE TEMP TABLE clusters_before AS SELECT * FROM a_clusters`);
   await timed('clusters', () => refreshClusters(db, from, to, CLUSTER_RULES, A_LEGS));
-  if (incremental) await db.run(`CREATE OR REPLACE TEMP TABLE rank_changed AS ${rankChangedSql(cutoffBefore, sharpMinDeviate)}`);
-  await timed('rank_base', () => (incremental ? refreshRankBase(db, 'rank_changed') : writeRankBase(db)));
+  if (incremental) await db.run(`CREATE OR REPLACE TEMP TABLE rank_changed AS ${rankChangedSql(cutoffBefore, sharpMinDeviate, own)}`);
+  await timed('rank_base', async () => {
+    if (!incremental) return writeRankBase(db);
+    await refreshRankBase(db, 'rank_changed');
+    if (pnlOnly) await db.run(pnlSumsUpdateSql('a_rank_base', 'pnl_moved'));
+  });
   // the ranking engine: the previous one patched with the changed rows, or loaded whole (a day closed; a restart)
   let enginePatch: PatchFigures | undefined;
   const ranker = await timed('engine', async () => {
     if (!incremental || !opts.previous) return loadRankingEngine(db, opts.ordersOf);
-    const delta = await loadRankColumns(db, 'a_rank_base', { where: `wallet_id IN (SELECT wallet_id FROM rank_changed)` });
+    const delta = await loadRankColumns(db, 'a_rank_base', { where: `wallet_id IN (SELECT wallet_id FROM rank_changed ${pnlOnly ? 'UNION SELECT wallet_id FROM pnl_moved' : ''})` });
     // in steps, with the event loop let run between them (the service answers requests meanwhile)
     const patched = await drainPausing(patchSteps(opts.previous, delta), pause);
     enginePatch = patched.figures;
