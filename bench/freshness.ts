@@ -153,7 +153,7 @@ engine.on('published', (p, r) => {
   const wallMs = Date.now();
   const rec = { p, wallMs, seconds: r.total_seconds, steps: r.seconds, pauses: 'pauses' in r ? (r.pauses ?? 0) : 0, rankerMs: null as number | null, cpuMs: 0 };
   publishes.push(rec);
-  const counts = 'new_legs' in r ? ` legs ${r.new_legs}, positions ${r.positions}, wallets ${r.wallets} (marks ${r.mark_wallets}, marks only ${r.mark_only_wallets}), ${r.pauses ?? 0} pauses${r.engine_patch ? `, patch placed ${r.engine_patch.reordered} took over ${r.engine_patch.reused}` : ''}` : '';
+  const counts = 'new_legs' in r ? ` legs ${r.new_legs}, positions ${r.positions}, wallets ${r.wallets} (marks ${r.mark_wallets}, marks only ${r.mark_only_wallets}), ${r.pauses ?? 0} pauses${r.engine_patch ? `, patch placed ${r.engine_patch.reordered} took over ${r.engine_patch.reused} (rank keys ${r.engine_patch.rankKeys})` : ''}` : '';
   process.stderr.write(`  v${p.version}: refresh ${r.total_seconds.toFixed(1)} s${counts} ${JSON.stringify(r.seconds)}\n`);
   // its preset heads (read before the commit) answer the plain preset pages, its engine the custom rankings
   void rankers.published(p.version, r).then(() => {

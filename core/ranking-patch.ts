@@ -37,6 +37,8 @@ export interface PatchFigures {
   reordered: number;
   /** columns and orders taken over from the previous engine as they were (no row of theirs changed, none inserted) */
   reused: number;
+  /** metrics whose rank keys the previous engine had computed and the new one took over with their order */
+  rankKeys: number;
 }
 
 /** The engine of (previous rank base with `delta`'s rows replacing or joining it). */
@@ -234,5 +236,7 @@ export function* patchSteps(prev: RankingEngine, delta: RankColumns): Generator<
     orders[id] = out;
     yield;
   }
-  return { engine: new RankingEngine(cols, orders), figures: { rows: n, replaced, inserted, reordered, reused } };
+  const engine = new RankingEngine(cols, orders);
+  const rankKeys = engine.takeOverRankKeys(prev);
+  return { engine, figures: { rows: n, replaced, inserted, reordered, reused, rankKeys } };
 }

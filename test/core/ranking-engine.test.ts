@@ -462,6 +462,7 @@ describe('a patched engine (core/ranking-patch.ts) equals one loaded whole', () 
     const want = await loadRankColumns(db);
     const wantOrders = metricOrders(want);
     let runs = 0;
+    const asOfUs = T.getTime() * 1000;
     // orders taken over, and orders placed anew in a run with no new wallet: both happen
     let takenOver = 0;
     let reordered = 0;
@@ -491,6 +492,8 @@ describe('a patched engine (core/ranking-patch.ts) equals one loaded whole', () 
             cluster_size = CASE WHEN ${some(4)} THEN 7 ELSE cluster_size END, sharpe = CASE WHEN ${some(7)} THEN NULL ELSE sharpe END
           WHERE wallet_id IN (${list(changed)})`);
         const prev = new RankingEngine(await loadRankColumns(db, 'rb_old'));
+        // its rank keys computed (a service's engine has them: its boards and rankings computed them)
+        await prev.warm();
         const delta = await loadRankColumns(db, 'a_rank_base', { where: `wallet_id IN (${list(changed)})` });
         const { engine: patched, figures } = patchEngine(prev, delta);
         expect(figures).toMatchObject({ rows: want.n, replaced: changed.length - added.length, inserted: added.length });
@@ -505,9 +508,16 @@ describe('a patched engine (core/ranking-patch.ts) equals one loaded whole', () 
           const inOrder = (m: Uint8Array, vs: Float64Array, r: number) => m[r] === 1 && !Number.isNaN(vs[r]!);
           const orderStayed = [...pv].every((x, r) => inOrder(pm, pv, r) === inOrder(nm, nv, r) && (!inOrder(pm, pv, r) || x === nv[r]));
           expect([id, patched.orders()[id] === prev.orders()[id]]).toEqual([id, added.length === 0 && orderStayed]);
-          if (patched.orders()[id] === prev.orders()[id]) takenOver++;
+          if (patched.orders()[id] === prev.orders()[id] && patched.cols.value[id] === prev.cols.value[id]) takenOver++;
           else if (added.length === 0) reordered++;
           expect([id, patched.cols.value[id] === prev.cols.value[id]]).toEqual([id, added.length === 0 && stayed]);
+        }
+        // the rank keys of the orders and values taken over are taken over too, and it ranks as an engine loaded whole
+        expect(figures.rankKeys).toBe(METRIC_IDS.filter((id) => patched.orders()[id] === prev.orders()[id] && patched.cols.value[id] === prev.cols.value[id]).length);
+        const loaded = new RankingEngine(want, wantOrders);
+        for (const gates of [[], [{ field: 'trade_count' as const, op: 'gte' as const, value: 3 }]]) {
+          const cfg = RankingConfig.parse({ weights: Object.fromEntries(METRIC_IDS.map((id) => [id, 1])), gates, limit: 100 });
+          expect(patched.rank(cfg, asOfUs, METRIC_IDS)).toEqual(loaded.rank(cfg, asOfUs, METRIC_IDS));
         }
         // the refresh runs it in steps, the event loop let run between them: at least a step per column and per order
         let steps = 0;
