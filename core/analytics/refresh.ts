@@ -546,7 +546,7 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
       // a wallet whose only change is its marks: no position of it changed but in unrealized P&L, so its P&L row moves
       // by that change, summed (rounded as pnlSql rounds its sums: the positions' figures are whole micro-USDC, so any
       // order of adding them gives the same sum), and nothing else in it moves. At full scale the hour's mids moved
-      // 1.86M wallets' marks, and their rows read again from every position took ~30 s.
+      // 1.86M wallets' marks, and reading their rows again from every position made the wallets step 41 s (now ~15 s).
       await db.run(`CREATE OR REPLACE TEMP TABLE mark_only AS SELECT * FROM mark_wallets ANTI JOIN full_wallets USING (wallet_id) WHERE unrealized_change <> 0`);
       await db.run(`UPDATE a_pnl p SET unrealized_pnl = ${roundedSql('p.unrealized_pnl + m.unrealized_change', 6)}, total_pnl = ${roundedSql('p.total_pnl + m.unrealized_change', 6)}
         FROM mark_only m WHERE p.wallet_id = m.wallet_id`);
