@@ -220,7 +220,7 @@ export class RankingEngine {
     let taken = 0;
     for (const id of METRIC_IDS) {
       const key = prev.rankKeys.get(id);
-      if (!key || this.rankKeys.has(id) || prev.cols.n !== this.cols.n || prev.order[id] !== this.order[id] || prev.cols.value[id] !== this.cols.value[id]) continue;
+      if (!key || this.rankKeys.has(id) || prev.order[id] !== this.order[id] || prev.cols.value[id] !== this.cols.value[id]) continue;
       this.rankKeys.set(id, key);
       this.runEdges.set(id, prev.runEdges.get(id)!);
       taken++;

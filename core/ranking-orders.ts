@@ -1,9 +1,9 @@
 /**
- * Orders over the rank columns, computed without a comparator call per pair (typed-array sorts, then a binary search
- * per row): every metric's measured rows in value order, kept from one version to the next, and a board's rows in
+ * Orders over the rank columns, computed without a comparator call per pair (a radix sort of the values' bits):
+ * every metric's measured rows in value order, kept from one version to the next, and a board's rows in
  * board order. Each has a form in steps, so a service computes it between requests (core/steps.ts).
  *
- * A worker evaluates the source of sortedMeasured and sortedMeasuredSteps (jobs/analytics/rank-orders.ts):
+ * A worker evaluates the source of sortedMeasured, sortedMeasuredSteps and inOrder (jobs/analytics/rank-orders.ts):
  * they call each other by name, so they stay in this one module and call nothing imported (an import's name is
  * rewritten by a transpiler, and the worker would not find it).
  */
@@ -29,12 +29,17 @@ export function indexOfSorted(sorted: ArrayLike<number>, v: number): number {
   return i < sorted.length && sorted[i] === v ? i : -1;
 }
 
-/** Rows per step of an order's placement (sortedMeasuredSteps: a binary search per row) */
+/** Rows per step of an order's radix sort (sortedMeasuredSteps: each pass over the rows in steps of this many) */
 export const ORDER_SLICE_ROWS = 1 << 19;
 
 /** Every metric's measured rows in value order (what a RankingEngine walks for percentiles). */
 export function metricOrders(cols: RankColumns): Record<MetricId, Int32Array> {
   return Object.fromEntries(METRIC_IDS.map((id) => [id, sortedMeasured(cols.measured[id], cols.value[id])])) as Record<MetricId, Int32Array>;
+}
+
+/** Row i is in a metric's order: measured, with a value. */
+export function inOrder(measured: Uint8Array, value: Float64Array, i: number): boolean {
+  return measured[i] === 1 && !Number.isNaN(value[i]!);
 }
 
 /**
@@ -58,7 +63,7 @@ export function sortedMeasured(measured: Uint8Array, value: Float64Array): Int32
  * (the searches missing the cache at every level).
  */
 export function* sortedMeasuredSteps(measured: Uint8Array, value: Float64Array, slice = ORDER_SLICE_ROWS): Generator<void, Int32Array> {
-  const ok = (i: number) => measured[i] === 1 && !Number.isNaN(value[i]!);
+  const ok = (i: number) => inOrder(measured, value, i);
   let n = 0;
   for (let i = 0; i < measured.length; i++) if (ok(i)) n++;
   const bits = new Float64Array(1);

@@ -10,7 +10,7 @@
 import { METRIC_IDS, type GateField, type MetricId } from './rankings.ts';
 import { RankingEngine } from './ranking-engine.ts';
 import { userCodes, type RankColumns } from './rank-columns.ts';
-import { sortedMeasuredSteps } from './ranking-orders.ts';
+import { inOrder, sortedMeasuredSteps } from './ranking-orders.ts';
 import { drain } from './steps.ts';
 
 type Column = Int32Array | Float64Array | Uint8Array;
@@ -171,24 +171,24 @@ export function* patchSteps(prev: RankingEngine, delta: RankColumns): Generator<
     const oldValue = old.value[id];
     const newMeasured = delta.measured[id];
     const newValue = delta.value[id];
-    // in an order: measured with a value (sortedMeasured's rule)
-    const inOrder = (m: Uint8Array, v: Float64Array, r: number) => m[r] === 1 && !Number.isNaN(v[r]!);
     // moved[d]: replaced row d left its place (it goes, and comes back in `placed` when still in the order)
     const moved = new Uint8Array(delta.n);
     const placed = new Uint8Array(delta.n);
     let nPlaced = 0;
+    let nMoved = 0;
     for (let d = 0; d < delta.n; d++) {
       const o = deltaToOld[d]!;
       const isIn = inOrder(newMeasured, newValue, d);
       if (o >= 0) {
         const wasIn = inOrder(oldMeasured, oldValue, o);
         moved[d] = +(wasIn !== isIn || (isIn && oldValue[o] !== newValue[d]));
+        nMoved += moved[d]!;
       }
       placed[d] = +(isIn && (o < 0 || moved[d] === 1));
       nPlaced += placed[d]!;
     }
     reordered += nPlaced;
-    if (inserted === 0 && nPlaced === 0 && moved.every((x) => x === 0)) {
+    if (inserted === 0 && nPlaced === 0 && nMoved === 0) {
       // every row in its place and numbered as before: the order itself
       orders[id] = a;
       reused++;

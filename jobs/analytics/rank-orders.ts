@@ -2,18 +2,19 @@
  * The metric orders of a RankingEngine computed on a worker thread: sorting 2.8M values per metric takes the
  * better part of a second each, which on the service's event loop would stall every request while a new version's
  * ranker loads. The columns are shared (loadRankColumns with shared: true), so nothing is copied in; each order
- * comes back as a transferred buffer. The worker runs core's own sortedMeasured and what it calls (sortedMeasuredSteps:
- * their source, so the two can never differ).
+ * comes back as a transferred buffer. The worker runs core's own sortedMeasured and what it calls (sortedMeasuredSteps,
+ * inOrder: their source, so the two can never differ).
  */
 import { Worker } from 'node:worker_threads';
 import { METRIC_IDS, type MetricId } from '../../core/rankings.ts';
 import type { RankColumns } from '../../core/rank-columns.ts';
-import { ORDER_SLICE_ROWS, metricOrders, sortedMeasured, sortedMeasuredSteps } from '../../core/ranking-orders.ts';
+import { ORDER_SLICE_ROWS, inOrder, metricOrders, sortedMeasured, sortedMeasuredSteps } from '../../core/ranking-orders.ts';
 
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const __name = (f) => f; // the helper a transpiler may wrap named functions in
 const ORDER_SLICE_ROWS = ${ORDER_SLICE_ROWS};
+const inOrder = ${inOrder.toString()};
 const sortedMeasuredSteps = ${sortedMeasuredSteps.toString()};
 const sortedMeasured = ${sortedMeasured.toString()};
 const out = {};
