@@ -496,6 +496,13 @@ describe('a patched engine (core/ranking-patch.ts) equals one loaded whole', () 
         expect(figures).toMatchObject({ rows: want.n, replaced: changed.length - added.length, inserted: added.length });
         sameColumns(patched.cols, want);
         for (const id of METRIC_IDS) expect([id, [...patched.orders()[id]]]).toEqual([id, [...wantOrders[id]]]);
+        // each way of placing an order's rows (by the sizes above; a refresh's few rows by binary search, many by a
+        // merge), forced, gives the same columns and orders
+        for (const placeBy of ['search', 'merge'] as const) {
+          const forced = patchEngine(prev, delta, placeBy).engine;
+          sameColumns(forced.cols, want);
+          for (const id of METRIC_IDS) expect([placeBy, id, [...forced.orders()[id]]]).toEqual([placeBy, id, [...wantOrders[id]]]);
+        }
         // what was taken over is what did not change: with no new wallet, a metric whose values stayed keeps its order
         // and columns (the very arrays); a new wallet renumbers every row, so nothing is taken over
         for (const id of METRIC_IDS) {
