@@ -440,6 +440,30 @@ describe('a version being committed', () => {
   });
 });
 
+it('loadRankColumns reads a rank base of many row groups with each value at its own wallet (whole and with a where)', async () => {
+  // 200 copies of the base under other ids, stored in no order: ~600k rows, read by two threads
+  const db = duckRunner(v.conn);
+  await v.conn.run(`CREATE OR REPLACE TABLE rb_many AS SELECT * REPLACE (wallet_id + k * 1000000 AS wallet_id) FROM a_rank_base, range(200) t(k) ORDER BY hash(wallet_id + k)`);
+  for (const where of ['true', 'wallet_id % 7 = 0']) {
+    const cols = await loadRankColumns(db, 'rb_many', { where });
+    const want = await v.rows<{ wallet_id: number; volume: number; category: string | null; pnl: number }>(
+      `SELECT wallet_id, coalesce(lifetime_volume_usdc, 'NaN'::DOUBLE) AS volume, best_category AS category, coalesce(total_pnl, 'NaN'::DOUBLE) AS pnl
+        FROM rb_many WHERE trade_count > 0 AND (${where}) ORDER BY wallet_id`,
+    );
+    expect(cols.n).toBe(want.length);
+    expect(cols.n).toBeGreaterThan(where === 'true' ? 300_000 : 40_000);
+    let misplaced = 0;
+    for (let i = 0; i < cols.n; i++) {
+      const w = want[i]!;
+      const c = cols.bestCategory[i]! < 0 ? null : cols.categories[cols.bestCategory[i]!];
+      const same = (x: number, y: number) => Object.is(x, y) || x === y;
+      if (cols.walletId[i] !== Number(w.wallet_id) || !same(cols.volume[i]!, Number(w.volume)) || c !== w.category || !same(cols.value.total_pnl[i]!, Number(w.pnl))) misplaced++;
+    }
+    expect([where, misplaced]).toEqual([where, 0]);
+  }
+  await v.conn.run(`DROP TABLE rb_many`);
+}, 120_000);
+
 describe('a patched engine (core/ranking-patch.ts) equals one loaded whole', () => {
   const sameColumns = (got: RankColumns, want: RankColumns) => {
     expect(got.n).toBe(want.n);
