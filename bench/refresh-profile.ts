@@ -6,10 +6,12 @@
  * slowest statements; --explain REGEX runs the statements matching it under EXPLAIN ANALYZE and prints their plans.
  *
  *   npm run bench:refresh-profile -- --db var/bench-venue-w2800000/bench.duckdb --wallets 2800000 --days 120 --seed 1
- *        [--tail-seconds 60] [--rate 68] [--runs 1] [--commit] [--no-previous] [--move-marks] [--memory-limit 8GB] [--explain REGEX]
+ *        [--tail-seconds 60] [--rate 68] [--runs 1] [--commit] [--no-previous] [--move-marks] [--verify-engine] [--memory-limit 8GB] [--explain REGEX]
  * --move-marks: each run's transaction first gets an arrival batch of mids, one for every token with a mark in a
  * market not resolved, stamped at the refresh's T and a little off the mark: the hour's mids of the live tail, which
  * move most holders' marks (rolled back with the run).
+ * --verify-engine: after each run (before its rollback), the refresh's engine (patched, or loaded) is compared column
+ * by column and order by order with one loaded whole from the refreshed rank base; prints the arrays that differ.
  * A bench venue ends a second before midnight: the first refresh closes a day for every open risk position; run it
  * once with --tail-seconds 2 --commit, then profile.
  */
@@ -20,7 +22,7 @@ import { loadMids } from '../core/analytics/build.ts';
 import { refresh, venueWatermark } from '../core/analytics/refresh.ts';
 import type { ColumnarRunner } from '../core/query.ts';
 import { loadRankingEngine } from '../core/ranking-boards.ts';
-import { ensureWalletLinks } from '../core/rankings.ts';
+import { METRIC_IDS, ensureWalletLinks } from '../core/rankings.ts';
 import { openDuckDB, queryRows } from '../data/duckdb.ts';
 import { LiveTail } from '../data/live-tail/tail.ts';
 import { duckRunner } from '../data/runner.ts';
@@ -40,6 +42,7 @@ const Args = z.object({
   commit: z.boolean().default(false),
   'no-previous': z.boolean().default(false),
   'move-marks': z.boolean().default(false),
+  'verify-engine': z.boolean().default(false),
 });
 const { values } = parseArgs({
   options: {
@@ -47,6 +50,7 @@ const { values } = parseArgs({
     commit: { type: 'boolean' },
     'no-previous': { type: 'boolean' },
     'move-marks': { type: 'boolean' },
+    'verify-engine': { type: 'boolean' },
   },
 });
 const a = Args.parse(values);
@@ -143,6 +147,19 @@ for (let run = 0; run < a.runs; run++) {
   });
   stall.disable();
   const total = (performance.now() - t) / 1000;
+  if (a['verify-engine'] && report.ranker) {
+    const whole = await loadRankingEngine(db, metricOrdersOffThread);
+    const [got, want] = [report.ranker, whole];
+    const differs = (x: ArrayLike<number>, y: ArrayLike<number>) => x.length !== y.length || Array.prototype.some.call(x, (v: number, i: number) => !(Object.is(v, y[i]) || v === y[i]));
+    const bad: string[] = [];
+    for (const k of ['walletId', 'userCode', 'tradeCount', 'lastTradeUs', 'bestCategory', 'volume', 'tagBits', 'clusterSize'] as const) if (differs(got.cols[k], want.cols[k])) bad.push(k);
+    for (const id of METRIC_IDS) {
+      if (differs(got.cols.measured[id], want.cols.measured[id]) || differs(got.cols.value[id], want.cols.value[id])) bad.push(`columns of ${id}`);
+      if (differs(got.orders()[id], want.orders()[id])) bad.push(`order of ${id}`);
+    }
+    for (const g of Object.keys(got.cols.gate) as (keyof typeof got.cols.gate)[]) if (differs(got.cols.gate[g], want.cols.gate[g])) bad.push(`gate ${g}`);
+    console.log(bad.length ? `engine differs from one loaded whole: ${bad.join(', ')}` : `engine verified: equal to one loaded whole (${got.cols.n} rows, every column and order)`);
+  }
   await conn.run(a.commit ? 'COMMIT' : 'ROLLBACK');
   const stepName = (i: number) => steps[i]?.[0] ?? 'after';
   console.log(
