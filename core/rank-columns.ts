@@ -118,14 +118,14 @@ export async function loadRankColumns(db: ColumnarRunner, base = 'a_rank_base', 
     row += b.n;
   });
   const slice = 1_000_000;
+  // the categories as a constant list: a subquery here is a join, and the scan's rows then came back out of wallet
+  // order at full scale (values read against other wallets' ids)
   const categoriesLiteral = `[${cols.categories.map((c) => `'${c.replaceAll("'", "''")}'`).join(', ')}]::VARCHAR[]`;
+  const code = `coalesce(list_position(${categoriesLiteral}, best_category) - 1, -1)::INTEGER AS category_code`;
   row = 0;
   for (let off = 0; off < n; off += slice) {
     const lo = cols.walletId[off]!;
     const hi = off + slice < n ? `AND wallet_id < ${cols.walletId[off + slice]!}` : '';
-    // the categories as a constant list: a subquery here is a join, and the scan's rows then came back out of wallet
-    // order at full scale (values read against other wallets' ids)
-    const code = `coalesce(list_position(${categoriesLiteral}, best_category) - 1, -1)::INTEGER AS category_code`;
     await db.scan(`SELECT * EXCLUDE (wallet_id, best_category, linked_user_id), ${code} FROM rank_columns WHERE wallet_id >= ${lo} ${hi}`, (b) => {
       const copy = <T extends Int32Array | Float64Array | Uint8Array>(dst: T, src: ArrayLike<number>) => dst.set(src as never, row);
       copy(cols.tradeCount, b.f64('trade_count'));

@@ -241,12 +241,10 @@ export function* patchSteps(prev: RankingEngine, delta: RankColumns, placeBy?: P
     if (placeBy ? placeBy === 'search' : (b.length + left.length) * SEARCH_FACTOR < a.length) {
       out = yield* placedBySearch(a, b, left, oldValue, newValue, renumber, deltaToNew, inserted === 0);
     } else {
-      // an old row's new row when it keeps its place, else -1
+      // an old row's new row when it keeps its place (a replaced row that did not move), else -1
       const keptRow = (r: number) => {
         const o = oldToNew[r]!;
-        if (o >= 0) return o;
-        const d = -2 - o;
-        return moved[d] === 1 ? -1 : deltaToNew[d]!;
+        return o < 0 && moved[-2 - o] === 1 ? -1 : renumber(r);
       };
       let kept = 0;
       for (let k = 0; k < a.length; k++) if (keptRow(a[k]!) >= 0) kept++;
