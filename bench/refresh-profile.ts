@@ -3,7 +3,8 @@
  * the live tail append --tail-seconds of fills first (committed), then runs --runs refreshes from the committed
  * state to the newest batch, each inside a transaction that is rolled back (the same refresh can be timed again
  * after a change) unless --commit. Prints every statement that took ≥ --min-ms, the per-step seconds, and the
- * slowest statements; --explain REGEX runs the statements matching it under EXPLAIN ANALYZE and prints their plans.
+ * slowest statements, each with what the process read from the disk meanwhile (the page cache not counted);
+ * --explain REGEX runs the statements matching it under EXPLAIN ANALYZE and prints their plans.
  *
  *   npm run bench:refresh-profile -- --db var/bench-venue-w2800000/bench.duckdb --wallets 2800000 --days 120 --seed 1
  *        [--tail-seconds 60] [--rate 68] [--runs 1] [--commit] [--no-previous] [--move-marks] [--verify-engine] [--memory-limit 8GB] [--explain REGEX]
@@ -16,6 +17,7 @@
  * once with --tail-seconds 2 --commit, then profile.
  */
 import { parseArgs } from 'node:util';
+import { readFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { z } from 'zod';
 import { loadMids } from '../core/analytics/build.ts';
@@ -88,8 +90,20 @@ if (previous) process.stderr.write(`previous engine loaded in ${((performance.no
 interface Stmt {
   step: number;
   ms: number;
+  /** bytes the process read from the disk meanwhile (not from the page cache); null where the kernel does not say */
+  readBytes: number | null;
   sql: string;
 }
+/** The bytes this process has read from the disk so far (Linux /proc/self/io), or null. */
+const diskReadBytes = (): number | null => {
+  try {
+    const m = /^read_bytes: (\d+)$/m.exec(readFileSync('/proc/self/io', 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+};
+const mb = (b: number | null) => (b === null ? '' : ` (${(b / 2 ** 20).toFixed(0)} MB from disk)`);
 const short = (sql: string) => sql.replace(/\s+/g, ' ').trim().slice(0, 220);
 
 for (let run = 0; run < a.runs; run++) {
@@ -101,8 +115,10 @@ for (let run = 0; run < a.runs; run++) {
   const steps: [string, number][] = [];
   const timed = <R>(sql: string, f: () => Promise<R>) => async (): Promise<R> => {
     const t0 = performance.now();
+    const io0 = diskReadBytes();
     const r = await f();
-    stmts.push({ step: stepNo, ms: performance.now() - t0, sql: short(sql) });
+    const io1 = diskReadBytes();
+    stmts.push({ step: stepNo, ms: performance.now() - t0, readBytes: io0 === null || io1 === null ? null : io1 - io0, sql: short(sql) });
     return r;
   };
   const db: ColumnarRunner = {
@@ -111,7 +127,7 @@ for (let run = 0; run < a.runs; run++) {
       if (explain?.test(sql)) {
         const t0 = performance.now();
         const rows = await base.all<{ explain_value: string }>(`EXPLAIN ANALYZE ${sql}`, p);
-        stmts.push({ step: stepNo, ms: performance.now() - t0, sql: short(sql) });
+        stmts.push({ step: stepNo, ms: performance.now() - t0, readBytes: null, sql: short(sql) });
         process.stdout.write(`\n--- EXPLAIN ANALYZE ${short(sql)}\n${rows.map((r) => r.explain_value).join('\n')}\n`);
         return;
       }
@@ -119,7 +135,7 @@ for (let run = 0; run < a.runs; run++) {
     },
     scan: (sql, f) => timed(sql, () => base.scan(sql, f))(),
     stream: (sql, f) => timed(sql, () => base.stream(sql, f))(),
-    writer: (table, cols) => base.writer(table, cols),
+    writer: (table, cols, select) => base.writer(table, cols, select),
   };
   // the longest the event loop was held per step (what a request waits in a service running the refresh)
   const stall = monitorEventLoopDelay({ resolution: 5 });
@@ -134,6 +150,7 @@ for (let run = 0; run < a.runs; run++) {
     target = { asOf: to.asOf, watermark: seq };
   }
   t = performance.now();
+  const runRead0 = diskReadBytes();
   stall.enable();
   const report = await refresh(db, mids, from, target, {
     previous,
@@ -147,6 +164,7 @@ for (let run = 0; run < a.runs; run++) {
   });
   stall.disable();
   const total = (performance.now() - t) / 1000;
+  const runRead1 = diskReadBytes();
   if (a['verify-engine'] && report.ranker) {
     const whole = await loadRankingEngine(db, metricOrdersOffThread);
     const [got, want] = [report.ranker, whole];
@@ -163,14 +181,15 @@ for (let run = 0; run < a.runs; run++) {
   await conn.run(a.commit ? 'COMMIT' : 'ROLLBACK');
   const stepName = (i: number) => steps[i]?.[0] ?? 'after';
   console.log(
-    `\n=== run ${run + 1}: ${total.toFixed(1)} s; legs ${report.new_legs}, positions restreamed ${report.positions}, continued ${report.continued}, alpha-only ${report.alpha_positions}, wallets ${report.wallets} (marks ${report.mark_wallets}, marks only ${report.mark_only_wallets}), days closed ${report.days_closed}, median fills from bands ${report.fill_bands.banded} (bands dropped ${report.fill_bands.dropped})`,
+    `\n=== run ${run + 1}: ${total.toFixed(1)} s${mb(runRead0 === null || runRead1 === null ? null : runRead1 - runRead0)}; legs ${report.new_legs}, positions restreamed ${report.positions}, continued ${report.continued}, alpha-only ${report.alpha_positions}, wallets ${report.wallets} (marks ${report.mark_wallets}, marks only ${report.mark_only_wallets}), days closed ${report.days_closed}, median fills from bands ${report.fill_bands.banded} (bands dropped ${report.fill_bands.dropped})`,
   );
   if (report.engine_patch) console.log(`engine patch: ${JSON.stringify(report.engine_patch)}`);
   console.log(`steps: ${steps.map(([n, s]) => `${n} ${s.toFixed(1)}`).join(', ')}`);
   console.log(`longest event-loop stall per step (ms): ${steps.map(([n], i) => `${n} ${Math.round(stalls[i]!)}`).join(', ')}`);
-  for (const s of stmts) if (s.ms >= a['min-ms']) console.log(`  [${stepName(s.step)}] ${(s.ms / 1000).toFixed(2)} s  ${s.sql}`);
+  const line = (s: Stmt) => `  [${stepName(s.step)}] ${(s.ms / 1000).toFixed(2)} s${mb(s.readBytes)}  ${s.sql}`;
+  for (const s of stmts) if (s.ms >= a['min-ms']) console.log(line(s));
   console.log('slowest:');
-  for (const s of [...stmts].sort((x, y) => y.ms - x.ms).slice(0, 12)) console.log(`  [${stepName(s.step)}] ${(s.ms / 1000).toFixed(2)} s  ${s.sql}`);
+  for (const s of [...stmts].sort((x, y) => y.ms - x.ms).slice(0, 12)) console.log(line(s));
   if (a.commit) break;
 }
 conn.closeSync();

@@ -82,8 +82,12 @@ export interface ColumnarRunner extends QueryRunner {
    * only): for full builds reading hundreds of millions of rows while writers append on this connection.
    */
   stream(sql: string, onBatch: (b: ScanBatch) => void): Promise<number>;
-  /** A writer appending to `table`, whose columns are exactly `columns` in this order (TIMESTAMP values are µs). */
-  writer(table: string, columns: readonly { name: string; type: ColumnType }[]): Promise<RowWriter>;
+  /**
+   * A writer appending to `table`, whose columns are exactly `columns` in this order (TIMESTAMP values are µs), or
+   * what `select` makes of them: a SELECT list over `columns` by name giving the table's columns (e.g. a text
+   * column from a code, which a writer cannot take), so that rows need no copy through a table of their own.
+   */
+  writer(table: string, columns: readonly { name: string; type: ColumnType }[], select?: string): Promise<RowWriter>;
   /**
    * A connection of its own to the same database, for statements that run while this one works (each commits on
    * its own: what it writes is seen here once its statement ends). Absent where there is none (the runner of a

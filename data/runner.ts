@@ -44,7 +44,7 @@ export function duckRunner(conn: DuckDBConnection, instance?: DuckDBInstance): Q
         reader.closeSync();
       }
     },
-    writer: async (table, columns) => insertWriter(conn, table, columns, writers),
+    writer: async (table, columns, select) => insertWriter(conn, table, columns, writers, select),
     ...(instance
       ? {
           side: async () => {
@@ -226,7 +226,7 @@ const BACKLOG_ROWS = 2 * INSERT_BLOCKS * CHUNK_ROWS;
  * connection meanwhile are unaffected (the INSERTs only write `table`); its rows are all in once `close()` resolves.
  * The writer is in `open` (the runner's writers, whose backlog its scans wait on) until it is closed.
  */
-function insertWriter(conn: DuckDBConnection, table: string, columns: readonly { name: string; type: ColumnType }[], open: Set<RowWriter>): RowWriter {
+function insertWriter(conn: DuckDBConnection, table: string, columns: readonly { name: string; type: ColumnType }[], open: Set<RowWriter>, select = '*'): RowWriter {
   registerRowsFunction(conn);
   const free: Block[] = [];
   const block = (): Block =>
@@ -257,7 +257,7 @@ function insertWriter(conn: DuckDBConnection, table: string, columns: readonly {
       sources.delete(id);
       running = null;
     };
-    running = conn.run(`INSERT INTO ${table} SELECT * FROM ${ROWS_FUNCTION}(${id})`).then(
+    running = conn.run(`INSERT INTO ${table} SELECT ${select} FROM ${ROWS_FUNCTION}(${id})`).then(
       () => {
         ended();
         start();

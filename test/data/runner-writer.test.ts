@@ -115,6 +115,36 @@ describe('the columnar writer', () => {
     expect(await queryRows(db.conn, `SELECT isnan(d) AS nan, d IS NULL AS null, id FROM nan`)).toEqual([{ nan: true, null: false, id: 7 }]);
   });
 
+  it('writes through a select list: a table of other columns (a text column from a code), in the order written', async () => {
+    const run = duckRunner(db.conn, db.instance);
+    // the columns of a_board_rank's kind: a name the writer cannot take, then numbers; not the writer's order either
+    await run.run(`CREATE TABLE named (name VARCHAR, d DOUBLE, id INTEGER)`);
+    const names = ['alpha', 'beta', 'gamma'];
+    const n = 300_001; // several INSERTs
+    const w = await run.writer('named', [
+      { name: 'code', type: 'INTEGER' },
+      { name: 'id', type: 'INTEGER' },
+      { name: 'd', type: 'DOUBLE' },
+    ], `['${names.join("', '")}'][code + 1], d, id`);
+    for (let r = 0; r < n; r++) {
+      w.set(0, Math.floor((r * 3) / n));
+      w.set(1, r);
+      w.set(2, r % 5 === 0 ? null : r / 8);
+      w.next();
+      if (r % 10_000 === 0) await new Promise((res) => setImmediate(res));
+    }
+    await w.close();
+    // read in stored order (no ORDER BY): the rows are where the writer put them, each with its name and values
+    const rows = await queryRows<{ name: string; d: number | null; id: number }>(db.conn, `SELECT name, d, id FROM named`);
+    expect(rows).toHaveLength(n);
+    let bad = 0;
+    rows.forEach((x, r) => {
+      if (Number(x.id) !== r || x.name !== names[Math.floor((r * 3) / n)] || x.d !== (r % 5 === 0 ? null : r / 8)) bad++;
+    });
+    expect(bad).toBe(0);
+    expect(new Set(rows.map((x) => x.name))).toEqual(new Set(names));
+  });
+
   it('is fed by a scan on the same connection, whose chunks wait while too many rows are queued', async () => {
     const run = duckRunner(db.conn, db.instance);
     await run.run(`CREATE TABLE src AS SELECT range::INTEGER AS id FROM range(700000)`);
