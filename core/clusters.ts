@@ -234,8 +234,12 @@ export function clusterMomentsSql(T: string, rules: ClusterRules = CLUSTER_RULES
   return `CREATE OR REPLACE TABLE a_cluster_moments AS ${momentsOfSql(`(SELECT wallet_id FROM a_cluster_wallets WHERE ${eligibleExpr('legs', 'makers', rules)})`, `${legs.where} AND ts <= ${T}`, rules, legs)}`;
 }
 
-/** The moments of a_cluster_moments outside crowded cells (a subquery): those a wallet's n counts and pairs match. */
-const FREE_MOMENTS = `(SELECT * FROM a_cluster_moments ANTI JOIN a_cluster_crowded USING (cell))`;
+/**
+ * The moments of a_cluster_moments outside crowded cells (a subquery): those a wallet's n counts and pairs match;
+ * `where` narrows the moments before the anti join (a filter above it was applied after the join over all 95M
+ * moments at full scale: 0.9–1.3 s a statement, against 0.5–0.9 s filtered first).
+ */
+const freeMoments = (where = 'true') => `(SELECT * FROM (SELECT * FROM a_cluster_moments WHERE ${where}) ANTI JOIN a_cluster_crowded USING (cell))`;
 
 /** Write a_clusters from the components of a_cluster_pairs (ordered by wallet_id). */
 async function writeClusters(db: QueryRunner): Promise<{ clusters: number; wallets: number; pairs: number }> {
@@ -270,8 +274,8 @@ export async function buildClusters(db: QueryRunner, asOf: AsOf, rules: ClusterR
     FROM ${legs.from} WHERE ${legs.where} AND ts <= ${T} GROUP BY wallet_id`);
   await db.run(clusterMomentsSql(T, rules, legs));
   await db.run(`CREATE OR REPLACE TABLE a_cluster_crowded AS SELECT cell FROM a_cluster_moments GROUP BY cell HAVING count(*) > ${rules.maxCrowd} ORDER BY cell`);
-  await db.run(`UPDATE a_cluster_wallets w SET n = c.n FROM (SELECT wallet_id, count(*) AS n FROM ${FREE_MOMENTS} GROUP BY wallet_id) c WHERE w.wallet_id = c.wallet_id`);
-  await db.run(`CREATE OR REPLACE TABLE a_cluster_pairs AS SELECT a, b FROM (${pairsFromMomentsSql(FREE_MOMENTS, 'a_cluster_wallets', rules)})`);
+  await db.run(`UPDATE a_cluster_wallets w SET n = c.n FROM (SELECT wallet_id, count(*) AS n FROM ${freeMoments()} GROUP BY wallet_id) c WHERE w.wallet_id = c.wallet_id`);
+  await db.run(`CREATE OR REPLACE TABLE a_cluster_pairs AS SELECT a, b FROM (${pairsFromMomentsSql(freeMoments(), 'a_cluster_wallets', rules)})`);
   return { ...(await writeClusters(db)), seconds: secondsSince(t0), rechecked_wallets: 0 };
 }
 
@@ -352,12 +356,12 @@ export async function refreshClusters(db: QueryRunner, from: ClusterMark, to: Cl
   // A, and every moment of theirs outside crowded cells: their n
   await db.run(`CREATE OR REPLACE TEMP TABLE cl_a AS SELECT wallet_id FROM cl_c
     UNION SELECT DISTINCT wallet_id FROM cl_touched_m WHERE cell IN (SELECT cell FROM cl_status WHERE crowded <> was)`);
-  await db.run(`CREATE OR REPLACE TEMP TABLE cl_a_m AS SELECT * FROM ${FREE_MOMENTS} WHERE wallet_id IN (SELECT wallet_id FROM cl_a)`);
+  await db.run(`CREATE OR REPLACE TEMP TABLE cl_a_m AS SELECT * FROM ${freeMoments('wallet_id IN (SELECT wallet_id FROM cl_a)')}`);
   await db.run(`UPDATE a_cluster_wallets SET n = 0 WHERE wallet_id IN (SELECT wallet_id FROM cl_a)`);
   await db.run(`UPDATE a_cluster_wallets w SET n = c.n FROM (SELECT wallet_id, count(*) AS n FROM cl_a_m GROUP BY wallet_id) c WHERE w.wallet_id = c.wallet_id`);
   // every moment a match with A can touch: A's cells and their neighbours
   await db.run(`CREATE OR REPLACE TEMP TABLE cl_near AS SELECT DISTINCT cell + d AS cell FROM cl_a_m, (VALUES (-1), (0), (1)) v(d)`);
-  await db.run(`CREATE OR REPLACE TEMP TABLE cl_near_m AS SELECT * FROM ${FREE_MOMENTS} WHERE cell IN (SELECT cell FROM cl_near)`);
+  await db.run(`CREATE OR REPLACE TEMP TABLE cl_near_m AS SELECT * FROM ${freeMoments('cell IN (SELECT cell FROM cl_near)')}`);
   // A's pairs again
   const inA = (c: string) => `${c} IN (SELECT wallet_id FROM cl_a)`;
   await db.run(`DELETE FROM a_cluster_pairs WHERE ${inA('a')} OR ${inA('b')}`);

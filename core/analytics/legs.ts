@@ -35,6 +35,12 @@ export const LEGS_DDL = `CREATE TABLE IF NOT EXISTS ${LEGS_TABLE} (
 /** The order the position stream needs: a position's events by time, inventory before fills, buys first. */
 export const LEGS_ORDER = 'wallet_id, market_id, outcome_index, ts, log_index, kind IN (1, 2), q DESC';
 
+/**
+ * The a_legs columns the position stream reads (build.ts LEG_SCAN_COLUMNS) and orders them by (LEGS_ORDER): a copy of
+ * some legs to stream needs no others (tx_hash, the widest column, only names an inventory leg's event).
+ */
+export const LEG_STREAM_COLUMNS = 'wallet_id, market_id, outcome_index, ts, log_index, kind, q, px, price, size_usdc, fee_usdc, usdc';
+
 /** SQL (a SELECT) of the fill legs of `fills` rows matching `where` (over the fills table, no alias). */
 export function fillLegsSql(where = 'true'): string {
   return `SELECT taker_id AS wallet_id, market_id, outcome_index, ts, log_index, 1::UTINYINT AS kind,

@@ -55,14 +55,14 @@ import {
   writeMarks,
 } from './build.ts';
 import { pnlSumsUpdateSql, refreshCohortSql, writeCohortSql } from './cohort.ts';
-import { HORIZON_FILLS_TABLE, LEGS_ORDER, LEGS_TABLE, appendHorizonFillsSql, appendLegsSql, inventoryLegsSql, pruneHorizonFillsSql } from './legs.ts';
+import { HORIZON_FILLS_TABLE, LEGS_ORDER, LEGS_TABLE, LEG_STREAM_COLUMNS, appendHorizonFillsSql, appendLegsSql, inventoryLegsSql, pruneHorizonFillsSql } from './legs.ts';
 import { POSITION_STATE_COLUMNS, positionsSql, walletPositionsSql } from './positions.ts';
 import type { MidIndex } from './mid-index.ts';
 import { tokenOf } from './mid-index.ts';
 import { ALPHA_HORIZON_US, DAY_US, PositionStream, type PositionOut } from './position-stream.ts';
 import { DAY_VALUES_DDL, RISK_WINDOW_DAYS, dayCloseSql, dayCloseTokensSql, pruneRiskDailySql, riskStatsSql, riskWindow } from './risk.ts';
 import { addBandsSql, refreshBands, type FillBandRules } from './median-fill.ts';
-import { alphaSql, medianFillSql, visibleFillSizes, type WalletScope } from './wallets.ts';
+import { HOLDS_READ_COLUMNS, alphaSql, medianFillSql, visibleFillSizes, type WalletScope } from './wallets.ts';
 import { ALPHA_SUM_KEYS, AlphaCatchUp, type AlphaSums } from './alpha-due.ts';
 
 /** What a state is as of: the venue clock T and the last arrival batch seen. */
@@ -422,7 +422,7 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
       // the dirty wallets' legs first (one integer key), then their dirty positions' (a three-column semi-join over
       // every leg took 24 s at full scale)
       await db.run(`CREATE OR REPLACE TEMP TABLE dirty_legs AS SELECT l.* FROM (
-          SELECT * FROM ${LEGS_TABLE} WHERE wallet_id IN (SELECT DISTINCT wallet_id FROM dirty_pos) AND ts <= ${Tnew}) l
+          SELECT ${LEG_STREAM_COLUMNS} FROM ${LEGS_TABLE} WHERE wallet_id IN (SELECT DISTINCT wallet_id FROM dirty_pos) AND ts <= ${Tnew}) l
         SEMI JOIN dirty_pos d USING (wallet_id, market_id, outcome_index)`);
       await feed('dirty_legs');
     }
@@ -490,7 +490,7 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     await db.run(`DELETE FROM a_risk_pos WHERE wallet_id IN (SELECT wallet_id FROM late_wallets)`);
     const sinks = await tableSinks(db, us(to.asOf), { positions: false, risk: true });
     const stream = new PositionStream({ T: us(to.asOf), mids, markets, risk: { days: riskDays } }, sinks);
-    await db.run(`CREATE OR REPLACE TEMP TABLE late_legs AS SELECT l.* FROM ${LEGS_TABLE} l SEMI JOIN late_wallets w USING (wallet_id) WHERE l.ts <= ${Tnew}`);
+    await db.run(`CREATE OR REPLACE TEMP TABLE late_legs AS SELECT ${LEG_STREAM_COLUMNS} FROM ${LEGS_TABLE} l SEMI JOIN late_wallets w USING (wallet_id) WHERE l.ts <= ${Tnew}`);
     for (const [lo, hi] of await keySlices(db, 'late_legs', 'wallet_id')) {
       await feedStream(db, `SELECT ${LEG_SCAN_COLUMNS} FROM late_legs WHERE wallet_id >= ${lo} AND wallet_id < ${hi} ORDER BY ${LEGS_ORDER}`, stream);
     }
@@ -523,7 +523,8 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     fillBands = await refreshBands(db, 'full_wallets', 'new_legs', opts.fillBand);
     await db.run(`CREATE OR REPLACE TEMP TABLE leg_wallets AS SELECT wallet_id FROM full_wallets ${fillBands.banded > 0 ? 'EXCEPT SELECT wallet_id FROM band_median' : ''}`);
     await db.run(`CREATE OR REPLACE TEMP TABLE scoped_fill_legs AS SELECT wallet_id, kind, ts, size_usdc FROM ${LEGS_TABLE} WHERE kind IN (1, 2) AND wallet_id IN (SELECT wallet_id FROM leg_wallets)`);
-    await db.run(`CREATE OR REPLACE TEMP TABLE scoped_holds AS SELECT * FROM a_holds WHERE ${inScope}`);
+    // the columns read only: a_holds whole is 2.2 GB at full scale, and this copy read it from the disk every refresh
+    await db.run(`CREATE OR REPLACE TEMP TABLE scoped_holds AS SELECT ${HOLDS_READ_COLUMNS} FROM a_holds WHERE ${inScope}`);
     const scope: WalletScope = { table: 'full_wallets', positions: 'scoped_positions', fillLegs: 'scoped_fill_legs', holds: 'scoped_holds' };
     await db.run(`CREATE OR REPLACE TEMP TABLE scoped_median_fill AS ${medianFillSql({ ...scope, table: 'leg_wallets' }, Tnew)} ${fillBands.banded > 0 ? 'UNION ALL SELECT * FROM band_median' : ''}`);
     scope.medianFill = 'scoped_median_fill';

@@ -43,6 +43,8 @@ export const scopeSql = (s: WalletScope, col = 'wallet_id'): string =>
 const positionsOf = (s: WalletScope) => ('table' in s ? (s.positions ?? 'a_positions') : 'a_positions');
 const fillLegsOf = (s: WalletScope) => ('table' in s ? (s.fillLegs ?? 'a_legs') : 'a_legs');
 const holdsOf = (s: WalletScope) => ('table' in s ? (s.holds ?? 'a_holds') : 'a_holds');
+/** The a_holds columns the statements below read: a scope's copy of a_holds needs no others (a_holds has ten). */
+export const HOLDS_READ_COLUMNS = 'wallet_id, end_ts, hold_hours';
 
 /**
  * Median fill notional per wallet, over fill legs (the one per-wallet figure that needs every leg): a sort of every
