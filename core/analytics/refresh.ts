@@ -263,7 +263,7 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
       const [c] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM revalue`);
       const n = Number(c?.n ?? 0);
       if (n === 0) return 0;
-      await db.run(`CREATE OR REPLACE TEMP TABLE revalued AS SELECT * FROM (${inventoryLegsSql(`(i.tx_hash, i.log_index) IN (SELECT (tx_hash, log_index) FROM revalue) AND i.seq <= ${W1}`)}) WHERE kind = 0`);
+      await db.run(`CREATE OR REPLACE TEMP TABLE revalued AS SELECT * FROM (${inventoryLegsSql(`(i.tx_hash, i.log_index) IN (SELECT (tx_hash, log_index) FROM revalue) AND i.seq <= ${W1}`, true)}) WHERE kind = 0`);
       await db.run(`DELETE FROM ${LEGS_TABLE} WHERE kind = 0 AND (tx_hash, log_index) IN (SELECT (tx_hash, log_index) FROM revalue)`);
       await db.run(`INSERT INTO ${LEGS_TABLE} SELECT * FROM revalued`);
       return n;
