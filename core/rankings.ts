@@ -14,6 +14,7 @@ import { z } from 'zod';
 import { MIN_RESOLVED_MARKETS } from './calibration.ts';
 import { dropRelation, tsLiteral, type AsOf, type QueryRunner } from './query.ts';
 import { SMART_MONEY_TAGS } from './tags.ts';
+import { narrowedTo } from './analytics/wallets.ts';
 import { COPY_RULES, verdictFor } from './trader/index.ts';
 import { verdictInputsFromRow } from './wallet-style.ts';
 import type { PresetHeads } from './preset-rankings.ts';
@@ -481,7 +482,10 @@ export function rankBaseSql(): string {
 }
 
 /** The rank-base rows of the wallets matching `where` (a condition on m.wallet_id). */
-function rankBaseSelectSql(where: string): string {
+function rankBaseSelectSql(where: string, walletTable?: string): string {
+  // a refresh's few wallets: each per-wallet table joined is narrowed to them first (the rows of 7,000 wallets at full
+  // scale: 1.8–2.5 s → 0.45 s); not the cluster's own wallet (cw), which is another wallet
+  const of = (t: string) => (walletTable ? narrowedTo(t, { table: walletTable }) : t);
   return `SELECT m.*, w.address, w.username, w.pseudonym, w.profile_image, w.verified,
       s.n_fills, s.median_clip_usd, s.two_sided_share, s.thin_fill_share, s.n_closed_holds, s.median_hold_hours,
       ${copiesBadlySql()} AS copies_badly,
@@ -489,9 +493,9 @@ function rankBaseSelectSql(where: string): string {
       coalesce(c.cluster_id, m.wallet_id) AS cluster_key, coalesce(c.cluster_size, 1)::INTEGER AS cluster_size,
       coalesce(cw.address, w.address) AS cluster_address,
       coalesce(l.user_id, 'w:' || w.address) AS user_key, l.user_id AS linked_user_id
-    FROM a_wallet_metrics m JOIN wallets w USING (wallet_id)
-      LEFT JOIN a_style s USING (wallet_id) LEFT JOIN a_best_category b USING (wallet_id)
-      LEFT JOIN a_clusters c USING (wallet_id) LEFT JOIN wallets cw ON cw.wallet_id = c.cluster_id LEFT JOIN wallet_links l USING (wallet_id)
+    FROM a_wallet_metrics m JOIN ${of('wallets')} w USING (wallet_id)
+      LEFT JOIN ${of('a_style')} s USING (wallet_id) LEFT JOIN ${of('a_best_category')} b USING (wallet_id)
+      LEFT JOIN ${of('a_clusters')} c USING (wallet_id) LEFT JOIN wallets cw ON cw.wallet_id = c.cluster_id LEFT JOIN wallet_links l USING (wallet_id)
     WHERE m.trade_count > 0 AND ${where}`;
 }
 
@@ -512,7 +516,7 @@ export async function writeRankBase(db: QueryRunner): Promise<void> {
 export async function refreshRankBase(db: QueryRunner, table: string): Promise<void> {
   await ensureWalletLinks(db);
   await db.run(`DELETE FROM a_rank_base WHERE wallet_id IN (SELECT wallet_id FROM ${table})`);
-  await db.run(`INSERT INTO a_rank_base ${rankBaseSelectSql(`m.wallet_id IN (SELECT wallet_id FROM ${table})`)}`);
+  await db.run(`INSERT INTO a_rank_base ${rankBaseSelectSql(`m.wallet_id IN (SELECT wallet_id FROM ${table})`, table)}`);
 }
 
 /** copyFlags() of core/trader/verdict.ts in SQL (any flag = copies badly), over a_wallet_metrics m and a_style s. */

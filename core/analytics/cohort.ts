@@ -10,7 +10,7 @@
  */
 import { MIN_RESOLVED_MARKETS } from '../calibration.ts';
 import { tagsSql } from '../tags.ts';
-import { scopeSql, type WalletScope } from './wallets.ts';
+import { narrowedTo, scopeSql, type WalletScope } from './wallets.ts';
 
 /** SQL (a SELECT) of a_wallet_metrics rows from a_features, a_pnl, a_calibration, a_alpha and a_risk, for `scope`. */
 export function walletMetricsSql(sharpMinDeviate: number, scope: WalletScope = { all: true }): string {
@@ -23,8 +23,8 @@ export function walletMetricsSql(sharpMinDeviate: number, scope: WalletScope = {
         a.alpha_1h_cents, coalesce(a.n_alpha_1h, 0) AS n_alpha_1h, a.alpha_24h_cents, coalesce(a.n_alpha_24h, 0) AS n_alpha_24h,
         a.alpha_res_cents, coalesce(a.n_alpha_res, 0) AS n_alpha_res,
         coalesce(k.risk_days, 0) AS risk_days, k.sharpe, k.sortino, k.max_drawdown
-      FROM a_features f LEFT JOIN a_pnl p USING (wallet_id) LEFT JOIN a_calibration c USING (wallet_id) LEFT JOIN a_alpha a USING (wallet_id)
-        LEFT JOIN a_risk k USING (wallet_id)
+      FROM a_features f LEFT JOIN ${narrowedTo('a_pnl', scope)} p USING (wallet_id) LEFT JOIN ${narrowedTo('a_calibration', scope)} c USING (wallet_id)
+        LEFT JOIN ${narrowedTo('a_alpha', scope)} a USING (wallet_id) LEFT JOIN ${narrowedTo('a_risk', scope)} k USING (wallet_id)
       WHERE ${scopeSql(scope, 'f.wallet_id')})
     SELECT *, ${tagsSql(sharpMinDeviate)} AS smart_money_tags FROM m`;
 }
