@@ -103,6 +103,11 @@ const diskReadBytes = (): number | null => {
     return null;
   }
 };
+/** What the process read from the disk since `start` (a diskReadBytes() figure), or null. */
+const diskReadSince = (start: number | null): number | null => {
+  const now = diskReadBytes();
+  return start === null || now === null ? null : now - start;
+};
 const mb = (b: number | null) => (b === null ? '' : ` (${(b / 2 ** 20).toFixed(0)} MB from disk)`);
 const short = (sql: string) => sql.replace(/\s+/g, ' ').trim().slice(0, 220);
 
@@ -117,8 +122,7 @@ for (let run = 0; run < a.runs; run++) {
     const t0 = performance.now();
     const io0 = diskReadBytes();
     const r = await f();
-    const io1 = diskReadBytes();
-    stmts.push({ step: stepNo, ms: performance.now() - t0, readBytes: io0 === null || io1 === null ? null : io1 - io0, sql: short(sql) });
+    stmts.push({ step: stepNo, ms: performance.now() - t0, readBytes: diskReadSince(io0), sql: short(sql) });
     return r;
   };
   const db: ColumnarRunner = {
@@ -164,7 +168,7 @@ for (let run = 0; run < a.runs; run++) {
   });
   stall.disable();
   const total = (performance.now() - t) / 1000;
-  const runRead1 = diskReadBytes();
+  const runRead = diskReadSince(runRead0);
   if (a['verify-engine'] && report.ranker) {
     const whole = await loadRankingEngine(db, metricOrdersOffThread);
     const [got, want] = [report.ranker, whole];
@@ -181,7 +185,7 @@ for (let run = 0; run < a.runs; run++) {
   await conn.run(a.commit ? 'COMMIT' : 'ROLLBACK');
   const stepName = (i: number) => steps[i]?.[0] ?? 'after';
   console.log(
-    `\n=== run ${run + 1}: ${total.toFixed(1)} s${mb(runRead0 === null || runRead1 === null ? null : runRead1 - runRead0)}; legs ${report.new_legs}, positions restreamed ${report.positions}, continued ${report.continued}, alpha-only ${report.alpha_positions}, wallets ${report.wallets} (marks ${report.mark_wallets}, marks only ${report.mark_only_wallets}), days closed ${report.days_closed}, median fills from bands ${report.fill_bands.banded} (bands dropped ${report.fill_bands.dropped})`,
+    `\n=== run ${run + 1}: ${total.toFixed(1)} s${mb(runRead)}; legs ${report.new_legs}, positions restreamed ${report.positions}, continued ${report.continued}, alpha-only ${report.alpha_positions}, wallets ${report.wallets} (marks ${report.mark_wallets}, marks only ${report.mark_only_wallets}), days closed ${report.days_closed}, median fills from bands ${report.fill_bands.banded} (bands dropped ${report.fill_bands.dropped})`,
   );
   if (report.engine_patch) console.log(`engine patch: ${JSON.stringify(report.engine_patch)}`);
   console.log(`steps: ${steps.map(([n, s]) => `${n} ${s.toFixed(1)}`).join(', ')}`);

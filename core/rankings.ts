@@ -14,7 +14,7 @@ import { z } from 'zod';
 import { MIN_RESOLVED_MARKETS } from './calibration.ts';
 import { dropRelation, tsLiteral, type AsOf, type QueryRunner } from './query.ts';
 import { SMART_MONEY_TAGS } from './tags.ts';
-import { narrowedTo } from './analytics/wallets.ts';
+import { narrowedTo, scopeSql, type WalletScope } from './analytics/wallets.ts';
 import { COPY_RULES, verdictFor } from './trader/index.ts';
 import { verdictInputsFromRow } from './wallet-style.ts';
 import type { PresetHeads } from './preset-rankings.ts';
@@ -478,14 +478,16 @@ export async function explainCounts(db: QueryRunner, cfg: RankingConfig, asOf: A
  * user. Needs a_wallet_metrics, a_style, a_best_category, a_clusters and wallet_links (created empty if missing).
  */
 export function rankBaseSql(): string {
-  return `CREATE OR REPLACE TABLE a_rank_base AS ${rankBaseSelectSql('true')} ORDER BY wallet_id`;
+  return `CREATE OR REPLACE TABLE a_rank_base AS ${rankBaseSelectSql({ all: true })} ORDER BY wallet_id`;
 }
 
-/** The rank-base rows of the wallets matching `where` (a condition on m.wallet_id). */
-function rankBaseSelectSql(where: string, walletTable?: string): string {
-  // a refresh's few wallets: each per-wallet table joined is narrowed to them first (the rows of 7,000 wallets at full
-  // scale: 1.8–2.5 s → 0.45 s); not the cluster's own wallet (cw), which is another wallet
-  const of = (t: string) => (walletTable ? narrowedTo(t, { table: walletTable }) : t);
+/**
+ * The rank-base rows of the wallets of `scope`. A refresh's few wallets (a table scope): each per-wallet table joined
+ * is narrowed to them first (the rows of 7,000 wallets at full scale: 1.8–2.5 s → 0.45 s); not the cluster's own
+ * wallet (cw), which is another wallet.
+ */
+function rankBaseSelectSql(scope: WalletScope): string {
+  const of = (t: string) => narrowedTo(t, scope);
   return `SELECT m.*, w.address, w.username, w.pseudonym, w.profile_image, w.verified,
       s.n_fills, s.median_clip_usd, s.two_sided_share, s.thin_fill_share, s.n_closed_holds, s.median_hold_hours,
       ${copiesBadlySql()} AS copies_badly,
@@ -496,7 +498,7 @@ function rankBaseSelectSql(where: string, walletTable?: string): string {
     FROM a_wallet_metrics m JOIN ${of('wallets')} w USING (wallet_id)
       LEFT JOIN ${of('a_style')} s USING (wallet_id) LEFT JOIN ${of('a_best_category')} b USING (wallet_id)
       LEFT JOIN ${of('a_clusters')} c USING (wallet_id) LEFT JOIN wallets cw ON cw.wallet_id = c.cluster_id LEFT JOIN wallet_links l USING (wallet_id)
-    WHERE m.trade_count > 0 AND ${where}`;
+    WHERE m.trade_count > 0 AND ${scopeSql(scope, 'm.wallet_id')}`;
 }
 
 /**
@@ -516,7 +518,7 @@ export async function writeRankBase(db: QueryRunner): Promise<void> {
 export async function refreshRankBase(db: QueryRunner, table: string): Promise<void> {
   await ensureWalletLinks(db);
   await db.run(`DELETE FROM a_rank_base WHERE wallet_id IN (SELECT wallet_id FROM ${table})`);
-  await db.run(`INSERT INTO a_rank_base ${rankBaseSelectSql(`m.wallet_id IN (SELECT wallet_id FROM ${table})`, table)}`);
+  await db.run(`INSERT INTO a_rank_base ${rankBaseSelectSql({ table })}`);
 }
 
 /** copyFlags() of core/trader/verdict.ts in SQL (any flag = copies badly), over a_wallet_metrics m and a_style s. */
