@@ -37,7 +37,11 @@ export async function writeBoards(db: ColumnarRunner, engine: RankingEngine, asO
   // the writer takes no text: it takes the preset's number, and its INSERTs name it. Straight into a_board_rank, in
   // the order written, (preset, rank): a page's rank range is found by the zone maps. (Through a temp table and one
   // copy in its order, the copy alone took 1.7 s of a 6.7–8.4 s boards step at full scale.)
-  const columns = [{ name: 'preset_no', type: 'INTEGER' as const }, ...BOARD_RANK_COLUMNS.slice(1).map(([name, type]) => ({ name, type: type as 'INTEGER' | 'DOUBLE' }))];
+  // a percentile not measured (NaN) is stored as NULL
+  const columns = [
+    { name: 'preset_no', type: 'INTEGER' as const },
+    ...BOARD_RANK_COLUMNS.slice(1).map(([name, type]) => ({ name, type: type as 'INTEGER' | 'DOUBLE', nanIsNull: name.startsWith('pct_') })),
+  ];
   const slugs = `[${PRESETS.map((p) => `'${p.slug}'`).join(', ')}]`;
   const wallet = engine.cols.walletId;
   await db.run(BOARD_RANK_DDL);
@@ -48,23 +52,23 @@ export async function writeBoards(db: ColumnarRunner, engine: RankingEngine, asO
     await pause();
   };
   const meta: string[] = [];
+  // a slice's preset, ranks and wallets, handed to the writer as columns with the scores and percentiles
+  let presets = new Int32Array(0);
+  let ranks = new Int32Array(0);
+  let wallets = new Int32Array(0);
   for (const [presetNo, p] of PRESETS.entries()) {
     const cfg = RankingConfig.parse(p.config);
     // scored in steps, with a pause between them: a service answers requests meanwhile (scoring every preset at once
     // held its event loop for 16 s at full scale); the rows come in rank order, a preset after the other
     const e = await drainPausing(engine.boardSteps(cfg, asOf.getTime() * 1000, (rows, composite, pct, firstRank) => {
-      const byMetric = METRIC_IDS.map((id) => pct[id]!);
-      for (let k = 0; k < rows.length; k++) {
-        w.set(0, presetNo);
-        w.set(1, firstRank + k);
-        w.set(2, wallet[rows[k]!]!);
-        w.set(3, composite[k]!);
-        for (let j = 0; j < byMetric.length; j++) {
-          const x = byMetric[j]![k]!;
-          w.set(4 + j, Number.isNaN(x) ? null : x);
-        }
-        w.next();
+      const n = rows.length;
+      if (presets.length < n) [presets, ranks, wallets] = [new Int32Array(n), new Int32Array(n), new Int32Array(n)];
+      presets.fill(presetNo, 0, n);
+      for (let k = 0; k < n; k++) {
+        ranks[k] = firstRank + k;
+        wallets[k] = wallet[rows[k]!]!;
       }
+      w.columns(n, [presets.subarray(0, n), ranks.subarray(0, n), wallets.subarray(0, n), composite, ...METRIC_IDS.map((id) => pct[id]!)]);
     }), paced);
     meta.push(boardMetaRow(p.slug, e, top));
   }

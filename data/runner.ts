@@ -6,7 +6,7 @@
  */
 import { createRequire } from 'node:module';
 import { BOOLEAN, DOUBLE, DuckDBTableFunction, INTEGER, TIMESTAMP, UTINYINT, type DuckDBConnection, type DuckDBInstance, type DuckDBResult, type DuckDBType } from '@duckdb/node-api';
-import type { ColumnType, ColumnarRunner, QueryRunner, RowWriter, ScanBatch } from '../core/query.ts';
+import type { ColumnType, ColumnarRunner, QueryRunner, RowWriter, ScanBatch, WriterColumn } from '../core/query.ts';
 import { queryRows } from './duckdb.ts';
 
 /** The native bindings behind @duckdb/node-api (the copy it loads itself): the few calls the writer makes directly. */
@@ -134,7 +134,7 @@ interface Block {
 
 /** The blocks one INSERT reads, a block per call of the table function, given back to their writer when copied. */
 interface Source {
-  columns: readonly { name: string; type: ColumnType }[];
+  columns: readonly WriterColumn[];
   blocks: Block[];
   at: number;
   done: (b: Block) => void;
@@ -194,12 +194,17 @@ function registerRowsFunction(conn: DuckDBConnection): void {
             data = micros;
           }
           bindings.copy_data_to_vector(vec, 0, data.buffer, data.byteOffset, b.n * data.BYTES_PER_ELEMENT);
-          if (b.hasNull[c]) {
+          // a NaN of a nanIsNull column is a NULL: found here, once per block, whichever way it was written
+          const nan = src.columns[c]!.nanIsNull === true && hasNaN(data as Float64Array, b.n);
+          if (b.hasNull[c] || nan) {
             const nl = b.nulls[c]!;
             // little-endian: two 32-bit words are one of DuckDB's 64-bit validity words
             const words = Math.ceil(b.n / 64) * 2;
             validity.fill(0, 0, words);
-            for (let r = 0; r < b.n; r++) if (!nl[r]) validity[r >>> 5]! |= 1 << (r & 31);
+            if (nan) {
+              const v = data as Float64Array;
+              for (let r = 0; r < b.n; r++) if (!nl[r] && v[r] === v[r]) validity[r >>> 5]! |= 1 << (r & 31);
+            } else for (let r = 0; r < b.n; r++) if (!nl[r]) validity[r >>> 5]! |= 1 << (r & 31);
             bindings.vector_ensure_validity_writable(vec);
             bindings.copy_data_to_vector_validity(vec, 0, validity.buffer, 0, words * 4);
           }
@@ -208,6 +213,11 @@ function registerRowsFunction(conn: DuckDBConnection): void {
       },
     }),
   );
+}
+
+function hasNaN(v: Float64Array, n: number): boolean {
+  for (let r = 0; r < n; r++) if (v[r] !== v[r]) return true;
+  return false;
 }
 
 /**
@@ -226,7 +236,7 @@ const BACKLOG_ROWS = 2 * INSERT_BLOCKS * CHUNK_ROWS;
  * connection meanwhile are unaffected (the INSERTs only write `table`); its rows are all in once `close()` resolves.
  * The writer is in `open` (the runner's writers, whose backlog its scans wait on) until it is closed.
  */
-function insertWriter(conn: DuckDBConnection, table: string, columns: readonly { name: string; type: ColumnType }[], open: Set<RowWriter>, select = '*'): RowWriter {
+function insertWriter(conn: DuckDBConnection, table: string, columns: readonly WriterColumn[], open: Set<RowWriter>, select = '*'): RowWriter {
   registerRowsFunction(conn);
   const free: Block[] = [];
   const block = (): Block =>
@@ -276,6 +286,17 @@ function insertWriter(conn: DuckDBConnection, table: string, columns: readonly {
       await running;
     }
   };
+  // the current block is full: queue it for an INSERT (after a failed INSERT the rows go nowhere: close() reports it)
+  const full = () => {
+    if (failure) {
+      cur.n = 0;
+      return;
+    }
+    queue.push(cur);
+    waiting += cur.n;
+    cur = block();
+    start();
+  };
   const writer: RowWriter = {
     set(column, value) {
       if (value === null) {
@@ -295,16 +316,23 @@ function insertWriter(conn: DuckDBConnection, table: string, columns: readonly {
     },
     next() {
       rows++;
-      if (++cur.n < CHUNK_ROWS) return;
-      // after a failed INSERT the rows go nowhere: close() reports the failure
-      if (failure) {
-        cur.n = 0;
-        return;
+      if (++cur.n === CHUNK_ROWS) full();
+    },
+    columns(n, cols) {
+      if (cols.length !== columns.length) throw new Error(`writer ${table}: ${cols.length} columns given for ${columns.length}`);
+      for (let at = 0; at < n; ) {
+        const run = Math.min(n - at, CHUNK_ROWS - cur.n);
+        for (let c = 0; c < columns.length; c++) {
+          const from = cols[c]!;
+          const to = cur.values[c]!;
+          if (ArrayBuffer.isView(from)) to.set((from as Float64Array).subarray(at, at + run), cur.n);
+          else for (let k = 0; k < run; k++) to[cur.n + k] = from[at + k]!;
+        }
+        at += run;
+        rows += run;
+        cur.n += run;
+        if (cur.n === CHUNK_ROWS) full();
       }
-      queue.push(cur);
-      waiting += cur.n;
-      cur = block();
-      start();
     },
     ready: () => settle(BACKLOG_ROWS),
     async close() {

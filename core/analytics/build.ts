@@ -341,7 +341,7 @@ export async function tableSinks(
   const risk = write.risk;
   for (const ddl of STREAM_TABLES_DDL) await db.run(ddl);
   const cols = (c: TableColumns) => c.map(([name, type]) => ({ name, type }));
-  const none = { set() {}, next() {}, row() {}, close: async () => {}, rows: 0 };
+  const none: RowWriter = { set() {}, next() {}, row() {}, columns() {}, close: async () => {}, rows: 0 };
   const pos = write.positions ? await db.writer('a_position_state', cols(POSITION_STATE_COLUMNS)) : none;
   let copy: RowWriter | null = null;
   if (write.positions && write.positionsCopy) {

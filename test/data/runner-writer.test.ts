@@ -115,6 +115,53 @@ describe('the columnar writer', () => {
     expect(await queryRows(db.conn, `SELECT isnan(d) AS nan, d IS NULL AS null, id FROM nan`)).toEqual([{ nan: true, null: false, id: 7 }]);
   });
 
+  it('writes runs of rows as columns (columns), mixed with set/next, across blocks; NaN is NULL only where declared', async () => {
+    const run = duckRunner(db.conn, db.instance);
+    await run.run(`CREATE TABLE c (id INTEGER, u UTINYINT, p DOUBLE, x DOUBLE)`);
+    const w = await run.writer('c', [
+      { name: 'id', type: 'INTEGER' },
+      { name: 'u', type: 'UTINYINT' },
+      { name: 'p', type: 'DOUBLE', nanIsNull: true },
+      { name: 'x', type: 'DOUBLE' },
+    ]);
+    // row r: p is NaN (NULL) where r % 5 === 2, x is NaN (stored as NaN) where r % 7 === 3
+    const p = (r: number) => (r % 5 === 2 ? Number.NaN : r / 8);
+    const x = (r: number) => (r % 7 === 3 ? Number.NaN : -r);
+    let r = 0;
+    // runs that start inside a block, span several, end inside one; plain arrays and typed arrays of another type
+    for (const len of [3, 2045, 1, 5000, 0, 2048, 777]) {
+      const ids = Float64Array.from({ length: len }, (_, k) => r + k);
+      const us = Array.from({ length: len }, (_, k) => (r + k) % 256);
+      const ps = Float64Array.from({ length: len }, (_, k) => p(r + k));
+      const xs = Array.from({ length: len }, (_, k) => x(r + k));
+      w.columns(len, [ids, us, ps, xs]);
+      r += len;
+      // a row through set/next between runs: a NaN set on the declared column is NULL too
+      w.set(0, r);
+      w.set(1, r % 256);
+      w.set(2, p(r));
+      w.set(3, x(r));
+      w.next();
+      r++;
+      await new Promise((res) => setImmediate(res));
+    }
+    expect(w.rows).toBe(r);
+    expect(() => w.columns(1, [[1], [1], [1]])).toThrow(/3 columns given for 4/);
+    await w.close();
+    // NULL and NaN told apart in SQL (JSON writes a NaN as null)
+    const rows = await queryRows<{ id: number; u: number; p_null: boolean; p: number; x_nan: boolean; x_null: boolean; x: number }>(
+      db.conn,
+      `SELECT id, u, p IS NULL AS p_null, coalesce(p, -1) AS p, isnan(x) AS x_nan, x IS NULL AS x_null, CASE WHEN isnan(x) THEN 0 ELSE x END AS x FROM c ORDER BY id`,
+    );
+    expect(rows).toHaveLength(r);
+    for (let k = 0; k < r; k++) {
+      const pNull = Number.isNaN(p(k));
+      const want = { id: k, u: k % 256, p_null: pNull, p: pNull ? -1 : p(k), x_nan: Number.isNaN(x(k)), x_null: false, x: Number.isNaN(x(k)) ? 0 : x(k) };
+      const got = { ...rows[k]!, id: Number(rows[k]!.id), u: Number(rows[k]!.u) };
+      if (JSON.stringify(got) !== JSON.stringify(want)) expect(got).toEqual(want);
+    }
+  });
+
   it('writes through a select list: a table of other columns (a text column from a code), in the order written', async () => {
     const run = duckRunner(db.conn, db.instance);
     // the columns of a_board_rank's kind: a name the writer cannot take, then numbers; not the writer's order either
