@@ -8,6 +8,9 @@
  *
  *   npm run bench:refresh-profile -- --db var/bench-venue-w2800000/bench.duckdb --wallets 2800000 --days 120 --seed 1
  *        [--tail-seconds 60] [--rate 68] [--runs 1] [--commit] [--no-previous] [--move-marks] [--verify-engine] [--memory-limit 8GB] [--explain REGEX]
+ *        [--boards worker|here]
+ * --boards here: the boards are scored on this thread in steps, as before session 26 (default: on a worker thread, as
+ * the service does), for a comparison on the same machine.
  * --move-marks: each run's transaction first gets an arrival batch of mids, one for every token with a mark in a
  * market not resolved, stamped at the refresh's T and a little off the mark: the hour's mids of the live tail, which
  * move most holders' marks (rolled back with the run).
@@ -32,6 +35,7 @@ import { createVenueViews, migrateVenue, nextVenueSeq } from '../data/schema.ts'
 import { tsLiteral } from '../core/query.ts';
 import { persisted } from '../jobs/analytics/engine.ts';
 import { metricOrdersOffThread } from '../jobs/analytics/rank-orders.ts';
+import { BoardWorker } from '../jobs/analytics/board-worker.ts';
 import { LIVE_VENUE_ARGS, liveVenue } from './live-venue-args.ts';
 
 const Args = z.object({
@@ -45,10 +49,11 @@ const Args = z.object({
   'no-previous': z.boolean().default(false),
   'move-marks': z.boolean().default(false),
   'verify-engine': z.boolean().default(false),
+  boards: z.enum(['worker', 'here']).default('worker'),
 });
 const { values } = parseArgs({
   options: {
-    ...Object.fromEntries(['db', 'wallets', 'days', 'seed', 'rate', 'tail-seconds', 'runs', 'min-ms', 'memory-limit', 'explain'].map((k) => [k, { type: 'string' as const }])),
+    ...Object.fromEntries(['db', 'wallets', 'days', 'seed', 'rate', 'tail-seconds', 'runs', 'min-ms', 'memory-limit', 'explain', 'boards'].map((k) => [k, { type: 'string' as const }])),
     commit: { type: 'boolean' },
     'no-previous': { type: 'boolean' },
     'move-marks': { type: 'boolean' },
@@ -111,6 +116,7 @@ const diskReadSince = (start: number | null): number | null => {
 const mb = (b: number | null) => (b === null ? '' : ` (${(b / 2 ** 20).toFixed(0)} MB from disk)`);
 const short = (sql: string) => sql.replace(/\s+/g, ' ').trim().slice(0, 220);
 
+const boardWorker = a.boards === 'worker' ? new BoardWorker() : null;
 for (let run = 0; run < a.runs; run++) {
   t = performance.now();
   const mids = await loadMids(base, from.watermark);
@@ -159,6 +165,7 @@ for (let run = 0; run < a.runs; run++) {
   const report = await refresh(db, mids, from, target, {
     previous,
     ordersOf: metricOrdersOffThread,
+    ...(boardWorker ? { boards: boardWorker.score } : {}),
     onStep: (name, s) => {
       steps.push([name, s]);
       stalls.push(stall.max / 1e6);
@@ -196,5 +203,6 @@ for (let run = 0; run < a.runs; run++) {
   for (const s of [...stmts].sort((x, y) => y.ms - x.ms).slice(0, 12)) console.log(line(s));
   if (a.commit) break;
 }
+await boardWorker?.close();
 conn.closeSync();
 instance.closeSync();

@@ -39,7 +39,7 @@ function categoriesListSql(rows: string): string {
  * other row is its own user (code = its row). Only equality of codes matters to the engine.
  */
 export function userCodes(walletId: Int32Array, links: ReadonlyMap<number, string>): Int32Array {
-  const code = new Int32Array(walletId.length);
+  const code = columnLike(walletId, walletId.length);
   for (let i = 0; i < code.length; i++) code[i] = i;
   const rowOf = (w: number) => indexOfSorted(walletId, w);
   const first = new Map<string, number>();
@@ -50,6 +50,18 @@ export function userCodes(walletId: Int32Array, links: ReadonlyMap<number, strin
     else code[r] = f;
   }
   return code;
+}
+
+/** A typed column of the rank columns' kinds. */
+export type Column = Int32Array | Float64Array | Uint8Array;
+
+/**
+ * An empty column of `n` like `like`: in shared memory when `like` is (a worker thread may read it: the metric orders,
+ * the boards), else ordinary.
+ */
+export function columnLike<T extends Column>(like: T, n: number): T {
+  const C = like.constructor as new (x: number | SharedArrayBuffer) => T;
+  return like.buffer instanceof SharedArrayBuffer ? new C(new SharedArrayBuffer(like.BYTES_PER_ELEMENT * n)) : new C(n);
 }
 
 /** The rank base as columns (row i is the i-th wallet in wallet order). NaN stands for SQL NULL. */
@@ -84,22 +96,23 @@ export async function loadRankColumns(db: ColumnarRunner, base = 'a_rank_base', 
   await db.run(`CREATE OR REPLACE TEMP TABLE rank_columns AS ${rankingColumnsSql(base, where)}`);
   const [meta] = await db.all<{ n: number; cats: string[] }>(`SELECT (SELECT count(*) FROM rank_columns) AS n, ${categoriesListSql('rank_columns')} AS cats`);
   const n = Number(meta?.n ?? 0);
-  // shared: the metric columns live in SharedArrayBuffers, so a worker thread can order them without a copy
-  const f64 = () => new Float64Array(n);
-  const sharedF64 = () => (opts.shared ? new Float64Array(new SharedArrayBuffer(8 * n)) : f64());
-  const sharedU8 = () => (opts.shared ? new Uint8Array(new SharedArrayBuffer(n)) : new Uint8Array(n));
+  // shared: every column lives in SharedArrayBuffers, so worker threads read them without a copy (the metric
+  // orders, the boards)
+  const f64 = () => (opts.shared ? new Float64Array(new SharedArrayBuffer(8 * n)) : new Float64Array(n));
+  const i32 = () => (opts.shared ? new Int32Array(new SharedArrayBuffer(4 * n)) : new Int32Array(n));
+  const u8 = () => (opts.shared ? new Uint8Array(new SharedArrayBuffer(n)) : new Uint8Array(n));
   const cols: RankColumns = {
     n,
-    walletId: new Int32Array(n),
-    userCode: new Int32Array(n),
+    walletId: i32(),
+    userCode: i32(),
     links: new Map(),
     tradeCount: f64(),
     lastTradeUs: f64(),
-    bestCategory: new Int32Array(n),
+    bestCategory: i32(),
     categories: [...((meta?.cats as unknown as string[]) ?? [])],
     volume: f64(),
-    tagBits: new Int32Array(n),
-    clusterSize: new Int32Array(n),
+    tagBits: i32(),
+    clusterSize: i32(),
     measured: {} as Record<MetricId, Uint8Array>,
     value: {} as Record<MetricId, Float64Array>,
     gate: {} as Record<GateField, Float64Array>,
@@ -107,8 +120,8 @@ export async function loadRankColumns(db: ColumnarRunner, base = 'a_rank_base', 
   // the metric and gate columns, a few per turn of the event loop: each is fresh zeroed memory, touched page by page
   // (loading a patch's 1.87M changed rows held a full-scale service's loop 1.3 s, mostly here)
   for (const id of METRIC_IDS) {
-    cols.measured[id] = sharedU8();
-    cols.value[id] = sharedF64();
+    cols.measured[id] = u8();
+    cols.value[id] = f64();
     if (n > 100_000) await yieldToEventLoop();
   }
   for (const g of Object.keys(GATE_FIELDS) as GateField[]) cols.gate[g] = f64();

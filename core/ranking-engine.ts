@@ -22,7 +22,7 @@
 import { METRIC_IDS, METRICS, RankingConfig, type ExplainCounts, type MetricId, type Ranker } from './rankings.ts';
 import { SMART_MONEY_TAGS } from './tags.ts';
 import { drain, drainPausing, yieldToEventLoop } from './steps.ts';
-import type { RankColumns } from './rank-columns.ts';
+import { columnLike, type RankColumns } from './rank-columns.ts';
 import { boardOrderSteps, indexOfSorted, metricOrders } from './ranking-orders.ts';
 
 const DAY_US = 86_400_000_000;
@@ -114,6 +114,9 @@ interface PassTerm {
 
 /** Row i's rank among the gated rows (its rank key r; a row measured in the metric). */
 const gatedRank = ({ n, byRow }: GatedCounts, i: number, r: number, higherBetter: boolean): number => (byRow !== null ? byRow[i]! : higherBetter ? r : n - r);
+
+/** Rank keys of some metrics with their run edges (RankingEngine.computedRankKeys, adoptRankKeys). */
+export type RankKeys = Partial<Record<MetricId, { key: Int32Array; edges: Int32Array }>>;
 
 export class RankingEngine {
   /** per metric: measured rows sorted by value ascending */
@@ -223,6 +226,31 @@ export class RankingEngine {
       if (!key || this.rankKeys.has(id) || prev.order[id] !== this.order[id] || prev.cols.value[id] !== this.cols.value[id]) continue;
       this.rankKeys.set(id, key);
       this.runEdges.set(id, prev.runEdges.get(id)!);
+      taken++;
+    }
+    return taken;
+  }
+
+  /** The rank keys computed so far, each with its run edges (to hand to an engine over the same columns and orders). */
+  computedRankKeys(): RankKeys {
+    const out: RankKeys = {};
+    for (const [id, key] of this.rankKeys) out[id] = { key, edges: this.runEdges.get(id)! };
+    return out;
+  }
+
+  /**
+   * Take over rank keys computed by an engine over the very same columns and orders — the board worker's, over this
+   * engine's arrays in shared memory (jobs/analytics/board-worker.ts) — for each metric that has none yet. The keys
+   * are a function of the order and values alone. Returns how many it took.
+   */
+  adoptRankKeys(keys: RankKeys): number {
+    let taken = 0;
+    for (const id of METRIC_IDS) {
+      const k = keys[id];
+      if (!k || this.rankKeys.has(id)) continue;
+      if (k.key.length !== this.cols.n) throw new Error(`rank keys of ${id}: ${k.key.length} rows for ${this.cols.n}`);
+      this.rankKeys.set(id, k.key);
+      this.runEdges.set(id, k.edges);
       taken++;
     }
     return taken;
@@ -354,8 +382,9 @@ export class RankingEngine {
     const order = this.order[id];
     const val = this.cols.value[id];
     const len = order.length;
-    const key = new Int32Array(this.cols.n).fill(len + 1);
-    const edges = new Int32Array((len + 31) >>> 5);
+    // shared memory when the columns are: a board worker's keys come back to the service's engine without a copy
+    const key = columnLike(this.cols.walletId, this.cols.n).fill(len + 1);
+    const edges = columnLike(this.cols.walletId, (len + 31) >>> 5);
     // -0 and 0 are one value (v !== prev is false), as everywhere ties are compared
     if (METRICS[id].better === 'higher') {
       let start = 0;

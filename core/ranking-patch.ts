@@ -9,11 +9,10 @@
  */
 import { METRIC_IDS, type GateField, type MetricId } from './rankings.ts';
 import { RankingEngine } from './ranking-engine.ts';
-import { userCodes, type RankColumns } from './rank-columns.ts';
+import { columnLike, userCodes, type Column, type RankColumns } from './rank-columns.ts';
 import { inOrder, sortedMeasuredSteps } from './ranking-orders.ts';
 import { drain } from './steps.ts';
 
-type Column = Int32Array | Float64Array | Uint8Array;
 /**
  * Rows of an order merged or placed per step (a power of two): each reads values at random rows, so a slice of 512k
  * took 300-680 ms on a busy machine when a delta of 1.85M rows changed every order (bench:rankings' patch_steps)
@@ -26,12 +25,6 @@ const MERGE_SLICE = 1 << 16;
 const SEARCH_FACTOR = 32;
 /** How an order's new and moved rows are placed: by the sizes (undefined), or one way (a test runs both) */
 export type PlaceBy = 'search' | 'merge' | undefined;
-
-/** An empty column like `like` (shared memory when `like` is shared: a worker may read it). */
-function columnLike<T extends Column>(like: T, n: number): T {
-  const C = like.constructor as new (x: number | SharedArrayBuffer) => T;
-  return like.buffer instanceof SharedArrayBuffer ? new C(new SharedArrayBuffer(like.BYTES_PER_ELEMENT * n)) : new C(n);
-}
 
 export interface PatchFigures {
   rows: number;
@@ -249,7 +242,7 @@ export function* patchSteps(prev: RankingEngine, delta: RankColumns, placeBy?: P
       let kept = 0;
       for (let k = 0; k < a.length; k++) if (keptRow(a[k]!) >= 0) kept++;
       yield;
-      out = new Int32Array(kept + b.length);
+      out = columnLike(a, kept + b.length);
       let x = 0;
       let y = 0;
       let k = 0;
@@ -315,7 +308,7 @@ function* placedBySearch(
   const at = new Int32Array(b.length);
   for (let q = 0, lo = 0; q < b.length; q++) at[q] = lo = firstNotBelow(newValue[b[q]!]!, deltaToNew[b[q]!]!, lo);
   yield;
-  const out = new Int32Array(a.length - gone.length + b.length);
+  const out = columnLike(a, a.length - gone.length + b.length);
   let k = 0;
   let x = 0;
   let g = 0;

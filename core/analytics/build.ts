@@ -16,7 +16,7 @@
  */
 import { A_LEGS, CLUSTER_RULES, buildClusters, clusterMomentsSql } from '../clusters.ts';
 import { BOARD_RANK_COLUMNS, BOARD_TOP_RANKS, BOARD_VIEW_SQL, boardTopSql, writeRankBase } from '../rankings.ts';
-import { scoreBoards, type OrdersOf } from '../ranking-boards.ts';
+import { scoreBoards, type BoardScoring, type OrdersOf } from '../ranking-boards.ts';
 import type { RankingEngine } from '../ranking-engine.ts';
 import type { PresetHeads } from '../preset-rankings.ts';
 import { sharpCutoff } from '../tags.ts';
@@ -144,6 +144,8 @@ export interface FullBuildOptions {
   onStep?: (name: string, i: number, n: number) => void;
   /** how the boards' ranking engine gets its metric orders (default: sorted here, synchronously) */
   ordersOf?: OrdersOf;
+  /** how the boards are scored (a service: on a worker thread); default here, in steps */
+  boards?: BoardScoring;
   /** which wallets keep a band of fill sizes around their median, and how wide (median-fill.ts; default FILL_BAND) */
   fillBand?: FillBandRules;
 }
@@ -561,7 +563,7 @@ export async function fullBuild(db: ColumnarRunner, asOf: AsOf, opts: FullBuildO
   if (rankings) {
     await timed('clusters', () => buildClusters(db, asOf, CLUSTER_RULES, A_LEGS));
     await timed('rank_base', () => writeRankBase(db));
-    ranker = await timed('boards', () => scoreBoards(db, asOf, opts.ordersOf));
+    ranker = await timed('boards', () => scoreBoards(db, asOf, opts.ordersOf, opts.boards));
   }
   opts.onStep?.('done', names.length, names.length);
   const total = Number(((performance.now() - t0) / 1000).toFixed(2));

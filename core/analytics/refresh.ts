@@ -34,7 +34,7 @@
 import { A_LEGS, CLUSTER_RULES, refreshClusters } from '../clusters.ts';
 import { refreshRankBase, writeRankBase } from '../rankings.ts';
 import { loadRankColumns } from '../rank-columns.ts';
-import { loadRankingEngine, writeBoards, type OrdersOf } from '../ranking-boards.ts';
+import { loadRankingEngine, stepBoardScoring, writeBoards, type BoardScoring, type OrdersOf } from '../ranking-boards.ts';
 import type { RankingEngine } from '../ranking-engine.ts';
 import type { PresetHeads } from '../preset-rankings.ts';
 import { drainPausing, yieldToEventLoop } from '../steps.ts';
@@ -131,6 +131,8 @@ export interface RefreshOptions {
   pause?: () => Promise<void>;
   /** which wallets keep a band of fill sizes around their median, and how wide (median-fill.ts; default FILL_BAND) */
   fillBand?: FillBandRules;
+  /** how the boards are scored (a service: on a worker thread); default here, in steps with `pause` between them */
+  boards?: BoardScoring;
 }
 
 /**
@@ -609,7 +611,7 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     enginePatch = patched.figures;
     return patched.engine;
   });
-  await timed('boards', () => writeBoards(db, ranker, to.asOf, pause));
+  await timed('boards', () => writeBoards(db, ranker, to.asOf, opts.boards ?? stepBoardScoring(pause)));
   const cutoff = Number.isFinite(sharpMinDeviate) ? String(sharpMinDeviate) : 'NULL';
   // the working tables live in the connection until dropped: at full scale they held gigabytes from one refresh to
   // the next (dirty_wallets stays: it is small and names the wallets this refresh recomputed)

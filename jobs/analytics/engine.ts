@@ -30,6 +30,7 @@ import { loadPresetHeads, type PresetHeads } from '../../core/preset-rankings.ts
 import type { QueryRunner } from '../../core/query.ts';
 import { queryRows, sqlString } from '../../data/duckdb.ts';
 import { metricOrdersOffThread } from './rank-orders.ts';
+import { BoardWorker } from './board-worker.ts';
 import { slicedPause, yieldToEventLoop } from '../../core/steps.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { readersFirstPause, type SnapshotRunner } from '../../data/snapshot-runner.ts';
@@ -208,6 +209,8 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
   private readonly log: (m: string) => void;
   private pause: (() => Promise<void>) | undefined;
   private acrossCommit: <T>(commit: () => Promise<T>) => Promise<T>;
+  /** scores the boards of each build and refresh on a worker thread (this thread hands their rows to DuckDB) */
+  private readonly boards = new BoardWorker();
 
   private constructor(
     private readonly conn: DuckDBConnection,
@@ -258,7 +261,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     // outside a transaction, the legs can stream on a connection of their own: without one, the whole leg scan (200M
     // rows at full scale) is held in memory before the first batch. A rebuild inside a refresh's transaction cannot
     // (another connection would not see the legs it writes) and keeps db
-    const report = await fullBuild(duckRunner(this.conn, this.instance), asOf, { onStep: this.opts.onBuildStep, ordersOf: metricOrdersOffThread });
+    const report = await fullBuild(duckRunner(this.conn, this.instance), asOf, { onStep: this.opts.onBuildStep, ordersOf: metricOrdersOffThread, boards: this.boards.score });
     await markRetractionSeen(this.conn, retraction);
     this.mids = report.mids;
     this.ranker = report.ranker ?? null;
@@ -292,7 +295,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
       if (retraction > (await seenRetraction(this.conn))) {
         // rows it had seen were removed: rebuild as of now, published like a refresh
         this.log(`analytics: venue rows were removed (arrival ${retraction}): full build`);
-        const built = await fullBuild(db, asOf, { ordersOf: metricOrdersOffThread });
+        const built = await fullBuild(db, asOf, { ordersOf: metricOrdersOffThread, boards: this.boards.score });
         await this.conn.run(`UPDATE a_meta SET version = ${this.current.version + 1}`);
         await markRetractionSeen(this.conn, retraction);
         // (a failed commit reloads the mids below)
@@ -306,6 +309,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
         const pause = slicedPause(paused.pause, this.opts.pauseSliceMs ?? 0);
         const refreshed = await refresh(db, this.mids, this.mark, to, {
           ordersOf: metricOrdersOffThread,
+          boards: this.boards.score,
           previous: this.ranker ?? undefined,
           onStep: this.opts.onRefreshStep,
           pause,
@@ -415,6 +419,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     await this.running;
+    await this.boards.close();
     // the database may stay open (the tail, the readers): its commits checkpoint on their own again
     if (this.thresholdBefore)
       await this.conn

@@ -2,7 +2,7 @@
  * The metric orders of a RankingEngine computed on a worker thread: sorting 2.8M values per metric takes the
  * better part of a second each, which on the service's event loop would stall every request while a new version's
  * ranker loads. The columns are shared (loadRankColumns with shared: true), so nothing is copied in; each order
- * comes back as a transferred buffer. The worker runs core's own sortedMeasured and what it calls (sortedMeasuredSteps,
+ * comes back in shared memory too. The worker runs core's own sortedMeasured and what it calls (sortedMeasuredSteps,
  * inOrder: their source, so the two can never differ).
  */
 import { Worker } from 'node:worker_threads';
@@ -18,13 +18,14 @@ const inOrder = ${inOrder.toString()};
 const sortedMeasuredSteps = ${sortedMeasuredSteps.toString()};
 const sortedMeasured = ${sortedMeasured.toString()};
 const out = {};
-const buffers = [];
 for (const [id, measured, value] of workerData) {
   const order = sortedMeasured(measured, value);
-  out[id] = order;
-  buffers.push(order.buffer);
+  // in shared memory, as the columns are: the boards' worker reads the orders too, and a patch keeps them shared
+  const shared = new Int32Array(new SharedArrayBuffer(4 * order.length));
+  shared.set(order);
+  out[id] = shared;
 }
-parentPort.postMessage(out, buffers);
+parentPort.postMessage(out);
 `;
 
 /** Each metric's order, computed off the event loop when the columns are shared (else here, synchronously). */

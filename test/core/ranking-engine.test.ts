@@ -12,7 +12,7 @@ import { refresh } from '../../core/analytics/refresh.ts';
 import { RankingEngine, VersionRanker, round9 } from '../../core/ranking-engine.ts';
 import { loadRankColumns, type RankColumns } from '../../core/rank-columns.ts';
 import { boardOrder, boardOrderSteps, metricOrders, sortedMeasured, sortedMeasuredSteps } from '../../core/ranking-orders.ts';
-import { writeBoards } from '../../core/ranking-boards.ts';
+import { stepBoardScoring, writeBoards } from '../../core/ranking-boards.ts';
 import { drain } from '../../core/steps.ts';
 import { patchEngine, patchSteps } from '../../core/ranking-patch.ts';
 import { BOARD_RANK_COLUMNS, BOARD_TOP_RANKS, GATE_FIELDS, breakdownIdsFor, boardSql, METRIC_IDS, METRICS, PRESETS, RankingConfig, buildBoards, customRanking, type GateField, type MetricId } from '../../core/rankings.ts';
@@ -20,6 +20,7 @@ import { SMART_MONEY_TAGS } from '../../core/tags.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { metricOrdersOffThread } from '../../jobs/analytics/rank-orders.ts';
 import { RankerCache } from '../../jobs/analytics/rankers.ts';
+import { BoardWorker } from '../../jobs/analytics/board-worker.ts';
 import { makeVenue, type TestVenue } from '../helpers/venue.ts';
 
 const T = new Date('2026-10-31T23:59:59Z');
@@ -94,9 +95,14 @@ it('writeBoards scores in steps, pausing between them (a service answers request
   let pauses = 0;
   await v.conn.run('BEGIN TRANSACTION');
   try {
-    await writeBoards(db, engine, T, async () => {
-      pauses++;
-    });
+    await writeBoards(
+      db,
+      engine,
+      T,
+      stepBoardScoring(async () => {
+        pauses++;
+      }),
+    );
     // per preset at least: after the gates, after a weighted metric's walk, after the composite, after the order, after
     // a slice of rows (at full scale also after each metric's walk for the board's percentiles)
     expect(pauses).toBeGreaterThanOrEqual(PRESETS.length * 5);
@@ -108,6 +114,54 @@ it('writeBoards scores in steps, pausing between them (a service answers request
     await v.conn.run('ROLLBACK');
   }
 });
+
+it('boards scored on a worker thread (BoardWorker) are the boards scored here, and the engine takes over its rank keys', async () => {
+  const db = duckRunner(v.conn);
+  const board = async () => ({
+    rows: await v.rows(`SELECT * FROM a_board_rank ORDER BY preset, rank`),
+    meta: await v.rows(`SELECT * FROM a_board_meta ORDER BY preset`),
+  });
+  // here: the suite's engine (ordinary memory)
+  await writeBoards(db, engine, T);
+  const here = await board();
+  expect(here.rows.length).toBeGreaterThan(1000);
+  // on the worker: an engine over the same rank base in shared memory, as a service loads it (orders off-thread)
+  const cols = await loadRankColumns(db, 'a_rank_base', { shared: true });
+  const shared = new RankingEngine(cols, await metricOrdersOffThread(cols));
+  expect(cols.walletId.buffer).toBeInstanceOf(SharedArrayBuffer);
+  const worker = new BoardWorker();
+  try {
+    await writeBoards(db, shared, T, worker.score);
+    const there = await board();
+    expect(there.rows).toEqual(here.rows);
+    expect(there.meta).toEqual(here.meta);
+    // the worker's rank keys, taken over: in shared memory, equal to the keys computed here, for every metric
+    const taken = shared.computedRankKeys();
+    const own = engine.computedRankKeys();
+    expect(Object.keys(taken).sort()).toEqual([...METRIC_IDS].sort());
+    for (const id of METRIC_IDS) {
+      expect(taken[id]!.key.buffer).toBeInstanceOf(SharedArrayBuffer);
+      expect(Buffer.from(taken[id]!.key.buffer).equals(Buffer.from(own[id]!.key.buffer.slice(0)))).toBe(true);
+      expect([...taken[id]!.edges]).toEqual([...own[id]!.edges]);
+    }
+    // a slice the writer fails on: the scoring is called off and fails with it; the next one runs whole (the called-off
+    // job's late messages are not taken for its)
+    let slices = 0;
+    await expect(
+      worker.score(shared, T.getTime() * 1000, () => {
+        if (++slices === 3) throw new Error('writer failed');
+      }),
+    ).rejects.toThrow('writer failed');
+    const explains = await worker.score(shared, T.getTime() * 1000, () => {});
+    expect(explains).toHaveLength(PRESETS.length);
+    // the worker ended mid-way: the job fails, and the next one starts another worker
+    await expect(worker.score(shared, T.getTime() * 1000, () => worker.close())).rejects.toThrow(/exited/);
+    await writeBoards(db, shared, T, worker.score);
+    expect((await board()).rows).toEqual(here.rows);
+  } finally {
+    await worker.close();
+  }
+}, 120_000);
 
 it('a board scored in small steps (rows and percentiles in slices) is the board scored in large ones', () => {
   const asOfUs = T.getTime() * 1000;
