@@ -19,6 +19,8 @@ import { fullBuild } from '../core/analytics/build.ts';
 import { openDuckDB, queryRows } from '../data/duckdb.ts';
 import { duckRunner } from '../data/runner.ts';
 import { attachVenue } from '../data/venue.ts';
+import { BoardWorker } from '../jobs/analytics/board-worker.ts';
+import { metricOrdersOffThread } from '../jobs/analytics/rank-orders.ts';
 
 const { values } = parseArgs({ options: { venue: { type: 'string' }, 'memory-limit': { type: 'string' }, threads: { type: 'string' }, 'no-rankings': { type: 'boolean' }, 'range-legs': { type: 'string' } } });
 const venueDir = resolve(values.venue ?? 'var/bench-venue-w2800000');
@@ -84,7 +86,17 @@ const log = (name: string) => {
   step = name;
   process.stderr.write(`analytics ${name} starts at ${((performance.now() - t0) / 1000).toFixed(1)} s, rss ${Math.round(process.memoryUsage().rss / 2 ** 20)} MB\n`);
 };
-const report = await fullBuild(duckRunner(conn, instance), c!.t, { onStep: log, rankings: !values['no-rankings'], ...(values['range-legs'] ? { legRangeLegs: Number(values['range-legs']) } : {}) });
+// as the service's first build: the metric orders and the boards on worker threads (their CPU is the process's, not
+// the main thread's)
+const boards = new BoardWorker();
+const report = await fullBuild(duckRunner(conn, instance), c!.t, {
+  onStep: log,
+  rankings: !values['no-rankings'],
+  ordersOf: metricOrdersOffThread,
+  boards: boards.score,
+  ...(values['range-legs'] ? { legRangeLegs: Number(values['range-legs']) } : {}),
+});
+await boards.close();
 clearInterval(timer);
 peak = Math.max(peak, process.memoryUsage().rss);
 const { mids: _mids, ranker: _ranker, ...rest } = report;
