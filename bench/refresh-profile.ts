@@ -195,6 +195,7 @@ for (let run = 0; run < a.runs; run++) {
     `\n=== run ${run + 1}: ${total.toFixed(1)} s${mb(runRead)}; legs ${report.new_legs}, positions restreamed ${report.positions}, continued ${report.continued}, alpha-only ${report.alpha_positions}, wallets ${report.wallets} (marks ${report.mark_wallets}, marks only ${report.mark_only_wallets}), days closed ${report.days_closed}, median fills from bands ${report.fill_bands.banded} (bands dropped ${report.fill_bands.dropped})`,
   );
   if (report.engine_patch) console.log(`engine patch: ${JSON.stringify(report.engine_patch)}`);
+  if (boardWorker?.last) console.log(`board worker: ${JSON.stringify(boardWorker.last)}`);
   console.log(`steps: ${steps.map(([n, s]) => `${n} ${s.toFixed(1)}`).join(', ')}`);
   console.log(`longest event-loop stall per step (ms): ${steps.map(([n], i) => `${n} ${Math.round(stalls[i]!)}`).join(', ')}`);
   const line = (s: Stmt) => `  [${stepName(s.step)}] ${(s.ms / 1000).toFixed(2)} s${mb(s.readBytes)}  ${s.sql}`;

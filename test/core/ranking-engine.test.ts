@@ -136,6 +136,8 @@ it('boards scored on a worker thread (BoardWorker) are the boards scored here, a
     expect(there.rows).toEqual(here.rows);
     expect(there.meta).toEqual(here.meta);
     // the worker's rank keys, taken over: in shared memory, equal to the keys computed here, for every metric
+    expect(worker.last).toMatchObject({ rank_keys_computed: METRIC_IDS.length });
+    expect(worker.last!.seconds).toBeGreaterThan(0);
     const taken = shared.computedRankKeys();
     const own = engine.computedRankKeys();
     expect(Object.keys(taken).sort()).toEqual([...METRIC_IDS].sort());
@@ -154,6 +156,8 @@ it('boards scored on a worker thread (BoardWorker) are the boards scored here, a
     ).rejects.toThrow('writer failed');
     const explains = await worker.score(shared, T.getTime() * 1000, () => {});
     expect(explains).toHaveLength(PRESETS.length);
+    // the engine's keys went to the worker with it: none computed again
+    expect(worker.last).toMatchObject({ rank_keys_computed: 0 });
     // the worker ended mid-way: the job fails, and the next one starts another worker
     await expect(worker.score(shared, T.getTime() * 1000, () => worker.close())).rejects.toThrow(/exited/);
     await writeBoards(db, shared, T, worker.score);
