@@ -42,12 +42,13 @@ export interface BoardSlice {
  */
 export type BoardScoring = (engine: RankingEngine, asOfUs: number, onSlice: (presetNo: number, slice: BoardSlice) => Promise<void> | void) => Promise<ExplainCounts[]>;
 
-/** A slice of `engine`'s board rows (boardSteps' onRows), its wallets looked up. */
-function boardSlice(engine: RankingEngine, rows: Int32Array, composite: Float64Array, pct: Partial<Record<MetricId, Float64Array>>, firstRank: number): BoardSlice {
+/** A slice of `engine`'s board rows (boardSteps' onRows), wallets looked up; `copy`: every array its own. */
+function boardSlice(engine: RankingEngine, rows: Int32Array, composite: Float64Array, pct: Partial<Record<MetricId, Float64Array>>, firstRank: number, copy: boolean): BoardSlice {
   const wallet = engine.cols.walletId;
   const wallets = new Int32Array(rows.length);
   for (let k = 0; k < rows.length; k++) wallets[k] = wallet[rows[k]!]!;
-  return { firstRank, wallets, composite, pct: METRIC_IDS.map((id) => pct[id]!) };
+  const own = (x: Float64Array) => (copy ? x.slice() : x);
+  return { firstRank, wallets, composite: own(composite), pct: METRIC_IDS.map((id) => own(pct[id]!)) };
 }
 
 /** The boards scored in this thread, in steps with `pause` between them (after the last slice's promise). */
@@ -59,7 +60,7 @@ export function stepBoardScoring(pause: () => Promise<void> = yieldToEventLoop):
       // a preset after the other, each in steps: a service answers requests meanwhile (scoring every preset at once
       // held its event loop for 16 s at full scale)
       const steps = engine.boardSteps(RankingConfig.parse(p.config), asOfUs, (rows, composite, pct, firstRank) => {
-        handed = onSlice(presetNo, boardSlice(engine, rows, composite, pct, firstRank));
+        handed = onSlice(presetNo, boardSlice(engine, rows, composite, pct, firstRank, false));
       });
       const paced = async () => {
         await handed;
@@ -72,13 +73,12 @@ export function stepBoardScoring(pause: () => Promise<void> = yieldToEventLoop):
 }
 
 /**
- * The boards scored at once, each whole in one slice (on a worker thread: it has no event loop to keep free). A
- * slice's arrays are the board's own, whole (board() allocates them per board), so they can be transferred: copying
- * them into slices of their own allocated ~290 MB of fresh memory per board set at full scale.
+ * The boards scored at once, a slice after the other (on a worker thread: it has no event loop to keep free). Each
+ * slice's arrays are its own, so they can be transferred.
  */
 export function scoreEveryBoard(engine: RankingEngine, asOfUs: number, onSlice: (presetNo: number, slice: BoardSlice) => void): ExplainCounts[] {
   return PRESETS.map((p, presetNo) =>
-    engine.board(RankingConfig.parse(p.config), asOfUs, (rows, composite, pct, firstRank) => onSlice(presetNo, boardSlice(engine, rows, composite, pct, firstRank)), Number.MAX_SAFE_INTEGER),
+    engine.board(RankingConfig.parse(p.config), asOfUs, (rows, composite, pct, firstRank) => onSlice(presetNo, boardSlice(engine, rows, composite, pct, firstRank, true))),
   );
 }
 

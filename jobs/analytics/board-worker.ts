@@ -3,22 +3,21 @@
  * scoring ran in steps between requests, and the rows it produced went to DuckDB through the writer's table function,
  * which DuckDB calls through this thread's event loop, one block of 2,048 rows a call: while a step ran no block
  * moved, so the scoring and the storing took turns instead of overlapping. Here the scoring runs on the worker, on
- * the engine's own columns and orders in shared memory (nothing copied in); the boards come back as transferred
+ * the engine's own columns and orders in shared memory (nothing copied in); the slices come back as transferred
  * buffers, and this thread only copies them to the writer and serves its calls.
  *
  * The worker runs core's own RankingEngine and scoreEveryBoard (loaded through tsx, as the service's own modules),
  * so its boards are the ones the in-thread scoring gives. It is started on the first use and kept for the next ones.
- * Each board comes back whole, its arrays transferred. The worker stays at most BOARDS_AHEAD boards ahead of the
- * writer (a credit counter in shared memory): a whole board set is ~330 MB at full scale. The rank keys it computes
- * come back with the explain counts, and the engine takes them over (RankingEngine.adoptRankKeys), so the service
- * does not compute them again when it warms the version.
+ * It stays at most SLICES_AHEAD slices ahead of the writer (a credit counter in shared memory): a whole board set is
+ * ~330 MB at full scale. The rank keys it computes come back with the explain counts, and the engine takes them over
+ * (RankingEngine.adoptRankKeys), so the service does not compute them again when it warms the version.
  */
 import { Worker } from 'node:worker_threads';
 import type { BoardScoring, BoardSlice } from '../../core/ranking-boards.ts';
 import type { RankKeys } from '../../core/ranking-engine.ts';
 import type { ExplainCounts } from '../../core/rankings.ts';
 
-/** What a board set cost on the worker: all of it, and the part spent waiting for the writer to take its boards. */
+/** What a board set cost on the worker: all of it, and the part spent waiting for the writer to take slices. */
 export interface BoardJobFigures {
   seconds: number;
   waited_seconds: number;
@@ -26,8 +25,11 @@ export interface BoardJobFigures {
   rank_keys_computed: number;
 }
 
-/** Boards the worker may score ahead of the boards the writer has taken (the largest is ~110 MB at full scale). */
-const BOARDS_AHEAD = 2;
+/**
+ * Slices (25k rows each) the worker may score ahead of the slices the writer has taken. (Whole boards, transferred
+ * without a copy, took as long and held this thread longer: 130–198 ms against 107–120 ms at full scale.)
+ */
+const SLICES_AHEAD = 8;
 
 /** A job's messages, tagged with its id: a job called off may still post, and the next job must not take those. */
 type FromWorker = { id: number } & (
@@ -55,14 +57,14 @@ parentPort.on('message', async (job) => {
     let waited = 0;
     const engine = new modules.RankingEngine(job.cols, job.orders);
     const given = engine.adoptRankKeys(job.keys);
-    // credits[0]: boards the writer has taken; credits[1]: 1 once the scoring is called off
+    // credits[0]: slices the writer has taken; credits[1]: 1 once the scoring is called off
     const credits = new Int32Array(job.credits);
     let sent = 0;
     const explains = modules.scoreEveryBoard(engine, job.asOfUs, (presetNo, slice) => {
       for (;;) {
         if (Atomics.load(credits, 1) === 1) throw new Error('board scoring called off');
         const taken = Atomics.load(credits, 0);
-        if (sent - taken < ${BOARDS_AHEAD}) break;
+        if (sent - taken < ${SLICES_AHEAD}) break;
         const w0 = performance.now();
         Atomics.wait(credits, 0, taken, 1000);
         waited += performance.now() - w0;
