@@ -39,14 +39,15 @@ type FromWorker = { id: number } & (
 );
 
 const moduleUrl = (path: string) => new URL(path, import.meta.url).href;
+// tsx's API by its URL, resolved from here: an evaluated worker resolves a bare name from the working directory
+const TSX_API = typeof import.meta.resolve === 'function' ? import.meta.resolve('tsx/esm/api') : 'tsx/esm/api';
 
 // CommonJS, evaluated: the worker registers tsx, then imports the engine's modules by URL
 const WORKER_SOURCE = `
 const { parentPort } = require('node:worker_threads');
 let modules = null;
 const load = async () => {
-  const { register } = await import('tsx/esm/api');
-  register();
+  (await import(${JSON.stringify(TSX_API)})).register();
   const [engine, boards] = await Promise.all([import(${JSON.stringify(moduleUrl('../../core/ranking-engine.ts'))}), import(${JSON.stringify(moduleUrl('../../core/ranking-boards.ts'))})]);
   return { RankingEngine: engine.RankingEngine, scoreEveryBoard: boards.scoreEveryBoard };
 };
@@ -142,10 +143,13 @@ export class BoardWorker {
         fail(e);
       };
       const cleanup = () => {
+        worker.unref();
         worker.off('message', onMessage);
         worker.off('exit', onExit);
         worker.off('error', onError);
       };
+      // held while a job runs (a CLI whose only work left is the boards must wait for them), let go when idle
+      worker.ref();
       worker.on('message', onMessage);
       worker.once('exit', onExit);
       worker.once('error', onError);
