@@ -74,7 +74,8 @@ export interface RowWriter {
   /**
    * `n` rows at once, column by column: column c gets cols[c][0..n) (a typed array is copied in runs, not a call per
    * value). No NULL but a NaN in a column declared `nanIsNull`. For writers of wide rows already held as columns
-   * (the boards: 1.9M rows of 23 columns a refresh, where a `set` per value cost ~1.2 s of the event loop).
+   * (the boards: 1.9M rows of 23 columns a refresh, where a `set` per value cost ~1.2 s of the event loop). Between
+   * rows only (not after a `set` whose row has no `next` yet).
    */
   columns(n: number, cols: readonly ArrayLike<number>[]): void;
   close(): Promise<void>;

@@ -320,6 +320,8 @@ function insertWriter(conn: DuckDBConnection, table: string, columns: readonly W
     },
     columns(n, cols) {
       if (cols.length !== columns.length) throw new Error(`writer ${table}: ${cols.length} columns given for ${columns.length}`);
+      // a short column would leave a reused block's old values in the rows
+      for (let c = 0; c < cols.length; c++) if (cols[c]!.length < n) throw new Error(`writer ${table}: column ${columns[c]!.name} has ${cols[c]!.length} values for ${n} rows`);
       for (let at = 0; at < n; ) {
         const run = Math.min(n - at, CHUNK_ROWS - cur.n);
         for (let c = 0; c < columns.length; c++) {

@@ -116,8 +116,9 @@ export class BoardWorker {
       const onMessage = (m: FromWorker) => {
         if (m.id !== id) return;
         if (m.type === 'slice') {
+          // once failed, the slices still queued go nowhere (the caller has given up on its writer)
           chain = chain
-            .then(() => onSlice(m.presetNo, m.slice))
+            .then(() => (failed ? undefined : onSlice(m.presetNo, m.slice)))
             .then(() => {
               Atomics.add(credits, 0, 1);
               Atomics.notify(credits, 0);
@@ -126,36 +127,43 @@ export class BoardWorker {
         } else if (m.type === 'done') {
           void chain.then(() => {
             if (failed) return;
+            try {
+              engine.adoptRankKeys(m.keys);
+            } catch (e) {
+              fail(e);
+              return;
+            }
             cleanup();
-            engine.adoptRankKeys(m.keys);
             this.last = m.figures;
             resolve(m.explains);
           });
         } else fail(new Error(`board worker: ${m.message}`));
       };
-      // the worker died (a crash, terminate()): the next job starts another
-      const onExit = (code: number) => {
-        this.worker = null;
-        fail(new Error(`board worker exited with ${code}`));
-      };
-      const onError = (e: Error) => {
-        this.worker = null;
-        fail(e);
-      };
+      // the worker died (a crash, terminate()): the next job starts another (spawn's listeners forget it)
+      const onExit = (code: number) => fail(new Error(`board worker exited with ${code}`));
+      const onError = (e: Error) => fail(e);
+      // a slice that cannot be read would leave the board short: the job fails instead
+      const onMessageError = (e: Error) => fail(new Error(`board worker: a message could not be read (${e.message})`));
       const cleanup = () => {
         worker.unref();
         worker.off('message', onMessage);
+        worker.off('messageerror', onMessageError);
         worker.off('exit', onExit);
         worker.off('error', onError);
       };
       // held while a job runs (a CLI whose only work left is the boards must wait for them), let go when idle
       worker.ref();
       worker.on('message', onMessage);
+      worker.on('messageerror', onMessageError);
       worker.once('exit', onExit);
       worker.once('error', onError);
       // the columns, orders and rank keys are in shared memory (loadRankColumns' shared, the patch keeps them so):
       // posting shares them; a column that is not shared is copied
-      worker.postMessage({ id, cols: engine.cols, orders: engine.orders(), keys: engine.computedRankKeys(), asOfUs, credits: credits.buffer });
+      try {
+        worker.postMessage({ id, cols: engine.cols, orders: engine.orders(), keys: engine.computedRankKeys(), asOfUs, credits: credits.buffer });
+      } catch (e) {
+        fail(e);
+      }
     });
   }
 
@@ -163,6 +171,13 @@ export class BoardWorker {
     const w = new Worker(WORKER_SOURCE, { eval: true });
     // an idle worker does not keep the process alive
     w.unref();
+    // for the worker's whole life, not only a job's: one that dies between jobs is forgotten (the next job starts
+    // another, instead of posting to a dead one and waiting forever), and an error with no job running is not an
+    // unhandled 'error' event, which would end the service
+    w.on('error', () => {});
+    w.once('exit', () => {
+      if (this.worker === w) this.worker = null;
+    });
     return w;
   }
 

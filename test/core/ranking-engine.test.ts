@@ -129,6 +129,19 @@ it('boards scored on a worker thread (BoardWorker) are the boards scored here, a
   const cols = await loadRankColumns(db, 'a_rank_base', { shared: true });
   const shared = new RankingEngine(cols, await metricOrdersOffThread(cols));
   expect(cols.walletId.buffer).toBeInstanceOf(SharedArrayBuffer);
+  // every column and order in shared memory, so posting the engine to the worker copies nothing
+  const sharedMemory = (e: RankingEngine) => {
+    const c = e.cols;
+    const arrays = [c.walletId, c.userCode, c.tradeCount, c.lastTradeUs, c.bestCategory, c.volume, c.tagBits, c.clusterSize, ...Object.values(c.measured), ...Object.values(c.value), ...Object.values(c.gate), ...Object.values(e.orders())];
+    return arrays.filter((x) => !(x.buffer instanceof SharedArrayBuffer)).length;
+  };
+  expect(sharedMemory(shared)).toBe(0);
+  // and so is an engine patched from it (a changed value: its column and order are new arrays)
+  const delta = await loadRankColumns(db, 'a_rank_base', { where: `wallet_id IN (SELECT wallet_id FROM a_rank_base WHERE trade_count > 0 ORDER BY wallet_id LIMIT 3)` });
+  delta.value.total_pnl[0] = delta.value.total_pnl[0]! + 12345;
+  const patched = patchEngine(shared, delta).engine;
+  expect(patched.orders().total_pnl).not.toBe(shared.orders().total_pnl);
+  expect(sharedMemory(patched)).toBe(0);
   const worker = new BoardWorker();
   try {
     await writeBoards(db, shared, T, worker.score);
@@ -156,12 +169,20 @@ it('boards scored on a worker thread (BoardWorker) are the boards scored here, a
     ).rejects.toThrow('writer failed');
     const explains = await worker.score(shared, T.getTime() * 1000, () => {});
     expect(explains).toHaveLength(PRESETS.length);
+    // the failed job's writer got no slice after its failure
+    expect(slices).toBe(3);
     // the engine's keys went to the worker with it: none computed again
     expect(worker.last).toMatchObject({ rank_keys_computed: 0 });
     // the worker ended mid-way: the job fails, and the next one starts another worker
     await expect(worker.score(shared, T.getTime() * 1000, () => worker.close())).rejects.toThrow(/exited/);
     await writeBoards(db, shared, T, worker.score);
     expect((await board()).rows).toEqual(here.rows);
+    // the worker died between jobs (no job listening): the next job starts another instead of waiting forever
+    const inside = worker as unknown as { worker: { terminate(): Promise<number> } | null };
+    await inside.worker!.terminate();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(inside.worker).toBeNull();
+    expect(await worker.score(shared, T.getTime() * 1000, () => {})).toEqual(explains);
   } finally {
     await worker.close();
   }

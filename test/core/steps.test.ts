@@ -3,7 +3,7 @@
  * slice of work has run since the last pause ended, never after a shorter stretch (a clock driven by the steps).
  */
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { drain, drainPausing, slicedPause, yieldToEventLoop } from '../../core/steps.ts';
 
 /** Steps that each advance the clock by their cost; returns the sum of the costs. */
@@ -85,5 +85,15 @@ describe('the pause between steps', () => {
     expect(io).toBe(true);
     // ~60 ms of steps: the interval fired along the way, not only once at the end
     expect(ticks).toBeGreaterThanOrEqual(10);
+  });
+
+  it('takes no timer: Node holds a 0 ms timer at least 1 ms, which hundreds of pauses a refresh add up', async () => {
+    const timers = vi.spyOn(globalThis, 'setTimeout');
+    try {
+      for (let k = 0; k < 20; k++) await yieldToEventLoop();
+      expect(timers).not.toHaveBeenCalled();
+    } finally {
+      timers.mockRestore();
+    }
   });
 });
