@@ -220,15 +220,10 @@ export class RankingEngine {
    * per metric at 2.8M rows. Returns how many it took.
    */
   takeOverRankKeys(prev: RankingEngine): number {
-    let taken = 0;
-    for (const id of METRIC_IDS) {
-      const key = prev.rankKeys.get(id);
-      if (!key || this.rankKeys.has(id) || prev.order[id] !== this.order[id] || prev.cols.value[id] !== this.cols.value[id]) continue;
-      this.rankKeys.set(id, key);
-      this.runEdges.set(id, prev.runEdges.get(id)!);
-      taken++;
-    }
-    return taken;
+    const same: RankKeys = {};
+    for (const [id, k] of Object.entries(prev.computedRankKeys()) as [MetricId, NonNullable<RankKeys[MetricId]>][])
+      if (prev.order[id] === this.order[id] && prev.cols.value[id] === this.cols.value[id]) same[id] = k;
+    return this.adoptRankKeys(same);
   }
 
   /** The rank keys computed so far, each with its run edges (to hand to an engine over the same columns and orders). */

@@ -201,10 +201,8 @@ function registerRowsFunction(conn: DuckDBConnection): void {
             // little-endian: two 32-bit words are one of DuckDB's 64-bit validity words
             const words = Math.ceil(b.n / 64) * 2;
             validity.fill(0, 0, words);
-            if (nan) {
-              const v = data as Float64Array;
-              for (let r = 0; r < b.n; r++) if (!nl[r] && v[r] === v[r]) validity[r >>> 5]! |= 1 << (r & 31);
-            } else for (let r = 0; r < b.n; r++) if (!nl[r]) validity[r >>> 5]! |= 1 << (r & 31);
+            const v = data as Float64Array;
+            for (let r = 0; r < b.n; r++) if (!nl[r] && (!nan || v[r] === v[r])) validity[r >>> 5]! |= 1 << (r & 31);
             bindings.vector_ensure_validity_writable(vec);
             bindings.copy_data_to_vector_validity(vec, 0, validity.buffer, 0, words * 4);
           }
