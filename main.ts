@@ -260,6 +260,8 @@ if (builds) {
   let buildBar: ReturnType<typeof progressBar> | null = null;
   engine = await AnalyticsEngine.open(instance, {
     now: () => clock(),
+    // a_position_state by wallet beside the database: refreshes read their wallets' rows from it (filled after the open)
+    stateStore: `${dbPath}.state-rows.sqlite`,
     log: (m) => console.error(`  ${m}`),
     onBuildStep: (name, i, n) => {
       buildBar ??= progressBar('analytics');

@@ -64,6 +64,7 @@ import { DAY_VALUES_DDL, RISK_WINDOW_DAYS, dayCloseSql, dayCloseTokensSql, prune
 import { addBandsSql, refreshBands, type FillBandRules } from './median-fill.ts';
 import { HOLDS_READ_COLUMNS, alphaSql, medianFillSql, visibleFillSizes, type WalletScope } from './wallets.ts';
 import { ALPHA_SUM_KEYS, AlphaCatchUp, type AlphaSums } from './alpha-due.ts';
+import { scanStateRows, stateRowsSql, writeStateRows, type PositionStateStore } from './state-rows.ts';
 
 /** What a state is as of: the venue clock T and the last arrival batch seen. */
 export interface StateMark {
@@ -99,6 +100,8 @@ export interface RefreshReport {
   engine_patch?: PatchFigures;
   /** how many times its JavaScript steps paused (a builder counts them; `seconds.paused`: the time in them) */
   pauses?: number;
+  /** where the touched wallets' state rows were read: the row store by wallet, or a_position_state (state-rows.ts) */
+  state_rows: 'store' | 'table';
 }
 
 /** The refresh's temporary working tables, dropped when it ends. */
@@ -133,6 +136,11 @@ export interface RefreshOptions {
   fillBand?: FillBandRules;
   /** how the boards are scored (a service: on a worker thread); default here, in steps with `pause` between them */
   boards?: BoardScoring;
+  /**
+   * a_position_state by wallet (state-rows.ts): read instead of the table when it holds the `from` version, and handed
+   * the touched wallets' rows as they are after this refresh
+   */
+  stateStore?: PositionStateStore;
 }
 
 /**
@@ -201,7 +209,12 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
   const d1New = riskWindow(us(to.asOf), riskDays).d1;
 
   // the sharp cutoff of the `from` state (NULL: none): wallets between it and the new one change their tag
-  const [before] = await db.all<{ c: number | null }>(`SELECT sharp_min_deviate AS c FROM a_meta`);
+  const [before] = await db.all<{ c: number | null; v: number }>(`SELECT sharp_min_deviate AS c, version AS v FROM a_meta`);
+  const fromVersion = Number(before?.v);
+  const store = opts.stateStore;
+  let stateRows: RefreshReport['state_rows'] = 'table';
+  // the wallets whose state rows this refresh reads (and may write), ascending: read when there is a store
+  let touched: Int32Array = new Int32Array(0);
   const cutoffBefore = before?.c === null || before?.c === undefined ? Number.POSITIVE_INFINITY : Number(before.c);
 
   // the state is as of T_new from here on (the a_positions view reads it); readers see it at the commit
@@ -310,7 +323,14 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     // and the per-wallet step's positions come from this copy (each of those reads scanned all 64M rows at full scale)
     await db.run(`CREATE OR REPLACE TEMP TABLE touched_wallets AS
         SELECT wallet_id FROM new_pos UNION SELECT wallet_id FROM restream_pos UNION SELECT wallet_id FROM due_legs`);
-    await db.run(`CREATE OR REPLACE TEMP TABLE touched_state AS SELECT * FROM a_position_state WHERE wallet_id IN (SELECT wallet_id FROM touched_wallets)`);
+    if (store) touched = await walletIds(db, 'touched_wallets');
+    if (store?.holds(fromVersion)) {
+      await db.run(`CREATE OR REPLACE TEMP TABLE touched_state AS SELECT * FROM a_position_state LIMIT 0`);
+      await writeStateRows(db, 'touched_state', store.read(touched));
+      stateRows = 'store';
+    } else {
+      await db.run(`CREATE OR REPLACE TEMP TABLE touched_state AS SELECT * FROM a_position_state WHERE wallet_id IN (SELECT wallet_id FROM touched_wallets)`);
+    }
     // a position with new legs continues when they all come after its last streamed leg (then a restream would read
     // the same legs in the same order from the same state) and no other rule restreams it. A position without a row
     // has streamed no leg (a wallet that only redeemed has a row); one with a row from before schema 4 is restreamed.
@@ -435,6 +455,16 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     stream.finish();
     await sinks.close();
   });
+
+  // --- the touched wallets' state rows as they are now, for the row store (it keeps them once this version commits):
+  // the copy (due horizons folded on) without the positions the stream wrote again, and those it wrote
+  if (store) {
+    await timed('state_rows', async () => {
+      const rows = await scanStateRows(db, stateRowsSql(`(SELECT * FROM touched_state ANTI JOIN rewritten_pos USING (wallet_id, market_id, outcome_index)
+        UNION ALL SELECT * FROM streamed_state)`));
+      store.stage(fromVersion + 1, touched, rows);
+    });
+  }
 
   // --- risk: close the days that completed, then recompute wallets hit by late rows in completed days
   const daysClosed = await timed('day_close', async () => {
@@ -635,7 +665,21 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     late_wallets: lateWallets,
     fill_bands: fillBands,
     ...(enginePatch ? { engine_patch: enginePatch } : {}),
+    state_rows: stateRows,
   };
+}
+
+/** The wallet ids of `table` (a temporary table of wallet_id), ascending. */
+async function walletIds(db: ColumnarRunner, table: string): Promise<Int32Array> {
+  const parts: Int32Array[] = [];
+  await db.scan(`SELECT wallet_id FROM ${table} ORDER BY wallet_id`, (b) => parts.push(b.int('wallet_id').slice(0, b.n)));
+  const out = new Int32Array(parts.reduce((s, p) => s + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
 }
 
 /**

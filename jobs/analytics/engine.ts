@@ -31,6 +31,7 @@ import type { QueryRunner } from '../../core/query.ts';
 import { queryRows, sqlString } from '../../data/duckdb.ts';
 import { metricOrdersOffThread } from './rank-orders.ts';
 import { BoardWorker } from './board-worker.ts';
+import { SqliteStateStore, type StateStoreStatus } from './state-store.ts';
 import { slicedPause, yieldToEventLoop } from '../../core/steps.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { readersFirstPause, type SnapshotRunner } from '../../data/snapshot-runner.ts';
@@ -105,6 +106,11 @@ export interface EngineOptions {
    * setReaders. Default: the commit alone
    */
   acrossCommit?: <T>(commit: () => Promise<T>) => Promise<T>;
+  /**
+   * a file for a_position_state by wallet (state-store.ts): refreshes read their touched wallets' state rows from it
+   * instead of scanning the table. Filled in the background after the open (and after any full build); absent: none
+   */
+  stateStore?: string;
 }
 
 /** A pause that counts its calls and the time spent in them (the report's `paused` and `pauses`). */
@@ -211,6 +217,9 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
   private acrossCommit: <T>(commit: () => Promise<T>) => Promise<T>;
   /** scores the boards of each build and refresh on a worker thread (this thread hands their rows to DuckDB) */
   private readonly boards = new BoardWorker();
+  /** a_position_state by wallet, and its fill while one runs */
+  private store: SqliteStateStore | null = null;
+  private filling: Promise<boolean> | null = null;
 
   private constructor(
     private readonly conn: DuckDBConnection,
@@ -242,6 +251,13 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     engine.thresholdBefore = setting!.s;
     await conn.run(`SET checkpoint_threshold = '${ENGINE_CHECKPOINT_THRESHOLD}'`);
     await engine.checkpoint();
+    if (opts.stateStore) {
+      engine.store = SqliteStateStore.open(opts.stateStore);
+      if (!engine.store.holds(engine.current.version)) {
+        await engine.store.reset(engine.current.version);
+        engine.fillStore();
+      }
+    }
     return engine;
   }
 
@@ -313,6 +329,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
           previous: this.ranker ?? undefined,
           onStep: this.opts.onRefreshStep,
           pause,
+          ...(this.store ? { stateStore: this.store } : {}),
         });
         refreshed.heads = await timedHeads(db, refreshed, pause, this.log, this.opts.onRefreshStep);
         // inside the steps above, not a step of its own: how often the JavaScript steps paused, and how long in all
@@ -322,6 +339,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
         report = refreshed;
       }
     } catch (e) {
+      this.store?.discard();
       await this.conn.run('ROLLBACK').catch(() => {});
       // the refresh may have added the new mids to the in-memory index: rebuild it from the committed watermark
       this.mids = await loadMids(db, this.mark.watermark);
@@ -332,6 +350,13 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     // off the publish path: readers already see the version; they go on reading while it runs, the tail's commits wait
     const seconds = await this.checkpoint();
     if (seconds !== null) report.seconds.checkpoint = seconds;
+    if (this.store) {
+      const t = performance.now();
+      // a version committed without its rows staged (a full build) empties the store: filled again meanwhile
+      if ((await this.store.committed(this.current.version, this.pause)) === 'reset') this.fillStore();
+      report.seconds.state_store = Number(((performance.now() - t) / 1000).toFixed(3));
+      this.opts.onRefreshStep?.('state_store', report.seconds.state_store);
+    }
     return report;
   }
 
@@ -415,10 +440,55 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     loop();
   }
 
+  /** The row store of a_position_state (null: none), and whether a fill runs. */
+  stateStore(): (StateStoreStatus & { filling: boolean }) | null {
+    return this.store ? { ...this.store.status(), filling: this.filling !== null } : null;
+  }
+
+  /** Resolves once the row store holds the committed state (at once without a store). */
+  async stateStoreFilled(): Promise<void> {
+    while (this.filling) await this.filling;
+  }
+
+  /**
+   * Fill the row store in the background, on a connection of its own (each slice in a transaction of its own, at the
+   * version committed then). A fill that a reset overtook ends, and the reset's caller starts the next one.
+   */
+  private fillStore(): void {
+    const store = this.store;
+    if (!store) return;
+    const t = performance.now();
+    const run = (async () => {
+      const conn = await this.instance.connect();
+      try {
+        return await store.fill(conn, { pause: () => (this.pause ?? yieldToEventLoop)(), stopped: () => this.stopped });
+      } finally {
+        conn.closeSync();
+      }
+    })();
+    const done = run.then(
+      (filled) => {
+        if (filled) this.log(`analytics: state rows by wallet filled in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+        return filled;
+      },
+      (e: Error) => {
+        // refreshes go on reading a_position_state; the next open (or full build) fills it again
+        this.log(`analytics: state rows by wallet not filled: ${e.message}`);
+        return false;
+      },
+    );
+    this.filling = done;
+    void done.finally(() => {
+      if (this.filling === done) this.filling = null;
+    });
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     await this.running;
+    await this.stateStoreFilled();
+    await this.store?.close();
     await this.boards.close();
     // the database may stay open (the tail, the readers): its commits checkpoint on their own again
     if (this.thresholdBefore)

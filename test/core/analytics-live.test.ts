@@ -7,8 +7,11 @@
  * reloaded from the database, as after a crash). Positions are both continued from their stored state (new legs after
  * the last one streamed) and restreamed (late legs, resolutions, late mids).
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { fullBuild, loadMids } from '../../core/analytics/build.ts';
 import { refresh, venueWatermark, type StateMark } from '../../core/analytics/refresh.ts';
 import { loadRankColumns } from '../../core/rank-columns.ts';
@@ -19,6 +22,8 @@ import { duckRunner } from '../../data/runner.ts';
 import { createVenueViews } from '../../data/schema.ts';
 import { tsLiteral } from '../../core/query.ts';
 import { bandViolations } from '../helpers/fill-band.ts';
+import { SqliteStateStore } from '../../jobs/analytics/state-store.ts';
+import { STATE_WIDTH, scanStateRows, stateRowsSql } from '../../core/analytics/state-rows.ts';
 import { DAY, HOUR, START, busyWallet, type Batch, compareStates, copyVenue, createLiveVenue, streamArb, tableRows, writeBatch } from '../helpers/live-venue.ts';
 
 const HISTORY_DAYS = 13;
@@ -33,9 +38,20 @@ let droppedBands = 0;
 let markOnlyWallets = 0;
 // bands small enough that the test venue's wallets have them (the rebuild keeps the default: no wallet is that heavy)
 const FILL_BAND_SMALL = { minLegs: 3, half: 1 };
+// refreshes that read their touched wallets' state rows from the row store by wallet (state-rows.ts), not the table
+let storeReads = 0;
+const storeDir = mkdtempSync(join(tmpdir(), 'state-rows-'));
+afterAll(() => rmSync(storeDir, { recursive: true, force: true }));
+let storeRuns = 0;
 
-async function run(batches: Batch[], restartAt: number): Promise<string[]> {
+/**
+ * `withStore`: the refreshes follow a row store of a_position_state (jobs/analytics/state-store.ts), filled after the
+ * build and read by every refresh after it, reopened from its file at the restart; it must hold the state at the end.
+ */
+async function run(batches: Batch[], restartAt: number, withStore = false): Promise<string[]> {
   const { instance, conn } = await openDuckDB({ path: ':memory:', threads: 1 });
+  const storePath = join(storeDir, `run-${storeRuns++}.sqlite`);
+  let store: SqliteStateStore | null = null;
   try {
     await createLiveVenue(conn);
     const db = duckRunner(conn);
@@ -47,17 +63,32 @@ async function run(batches: Batch[], restartAt: number): Promise<string[]> {
     // the ranking engine goes from one refresh to the next (patched), as in the service
     let ranker = built.ranker;
     let mark: StateMark = { asOf: T0, watermark: built.watermark };
+    const version = async () => Number((await db.all<{ v: number }>(`SELECT version AS v FROM a_meta`))[0]!.v);
+    if (withStore) {
+      store = SqliteStateStore.open(storePath);
+      await store.reset(await version());
+      expect(await store.fill(conn, { sliceWallets: 2 })).toBe(true);
+    }
     for (const [i, b] of batches.entries()) {
       await writeBatch(conn, b.rows);
       if (i === restartAt) {
         // a restart: nothing in memory survives (the batch just written is not in the state yet)
         mids = await loadMids(db, mark.watermark);
         ranker = undefined;
+        if (store) {
+          await store.close();
+          store = SqliteStateStore.open(storePath);
+        }
       }
       const to: StateMark = { asOf: new Date(START + b.asOf), watermark: await venueWatermark(db) };
       await conn.run('BEGIN TRANSACTION');
-      const r = await refresh(db, mids, mark, to, { previous: ranker, fillBand: FILL_BAND_SMALL });
+      const r = await refresh(db, mids, mark, to, { previous: ranker, fillBand: FILL_BAND_SMALL, ...(store ? { stateStore: store } : {}) });
       await conn.run('COMMIT');
+      if (store) {
+        expect(r.state_rows).toBe('store');
+        storeReads++;
+        expect(await store.committed(await version())).toBe('kept');
+      }
       if (ranker && r.days_closed === 0) patchedRefreshes++;
       continuedPositions += r.continued;
       restreamedPositions += r.positions;
@@ -79,6 +110,14 @@ async function run(batches: Batch[], restartAt: number): Promise<string[]> {
     expect([...ranker!.cols.clusterSize]).toEqual([...loaded.clusterSize]);
     // every band is the run of the visible fill sizes it claims to be
     expect(await bandViolations(conn, `(SELECT wallet_id, size_usdc FROM a_legs WHERE kind IN (1, 2) AND ts <= ${tsLiteral(mark.asOf)})`)).toEqual([]);
+    if (store) {
+      // the store holds every wallet's state rows as the table does
+      const table = await scanStateRows(db, stateRowsSql('a_position_state'));
+      const ids = new Int32Array([...new Set(Array.from({ length: table.n }, (_, i) => table.values[i * STATE_WIDTH]!))]);
+      expect(store.holds(await version())).toBe(true);
+      const held = store.read(ids);
+      expect([held.n, [...held.values], [...held.nulls]]).toEqual([table.n, [...table.values], [...table.nulls]]);
+    }
     const got = await tableRows(conn, 'memory');
     await copyVenue(conn, 'memory', 'rebuilt');
     const other = await instance.connect();
@@ -91,6 +130,7 @@ async function run(batches: Batch[], restartAt: number): Promise<string[]> {
       other.closeSync();
     }
   } finally {
+    await store?.close();
     conn.closeSync();
     instance.closeSync();
   }
@@ -115,8 +155,8 @@ describe('a refreshed state equals a rebuild', () => {
 
   it('on random event streams, with a restart in the middle', async () => {
     await fc.assert(
-      fc.asyncProperty(streamArb(5, HISTORY_DAYS * DAY + 3 * HOUR), fc.integer({ min: -1, max: 4 }), async (batches, restartAt) => {
-        const diffs = await run(batches, restartAt);
+      fc.asyncProperty(streamArb(5, HISTORY_DAYS * DAY + 3 * HOUR), fc.integer({ min: -1, max: 4 }), fc.boolean(), async (batches, restartAt, withStore) => {
+        const diffs = await run(batches, restartAt, withStore);
         expect(diffs, diffs.join('\n')).toEqual([]);
       }),
       // LIVE_PROPERTY_SEED / LIVE_PROPERTY_PATH replay a failure fast-check reported
@@ -133,5 +173,6 @@ describe('a refreshed state equals a rebuild', () => {
     expect(bandedMedians).toBeGreaterThan(0);
     expect(markOnlyWallets).toBeGreaterThan(0);
     expect(droppedBands).toBeGreaterThan(0);
+    expect(storeReads).toBeGreaterThan(0);
   }, 600_000);
 });

@@ -1,0 +1,252 @@
+/**
+ * a_position_state by wallet in a SQLite file beside the venue database (core/analytics/state-rows.ts says why): one
+ * row per wallet, its state rows encoded as one value, and the version of a_position_state it was taken from.
+ *
+ * Following the analytics engine:
+ * - `reset(version)` empties the store and makes it follow from that committed version; `fill` then copies
+ *   a_position_state into it in slices of wallets, each read in a transaction of its own (so at whichever version is
+ *   committed then). Meanwhile every refresh stages its touched wallets' rows and `committed` keeps them. A slice never
+ *   overwrites a wallet's rows taken from a later version, so once the last slice is in, every wallet holds its rows
+ *   as of the newest version kept: the store `holds` it, and refreshes read from it.
+ * - `committed(version)` keeps what the refresh to that version staged when the store followed the version before it;
+ *   anything else (a version committed without staging: a full build; a failure in between) resets it, to be filled
+ *   again. A crash between the venue database's commit and the store's leaves the store a version behind: at the next
+ *   start it does not hold the persisted version and is filled again.
+ *
+ * Until the fill completes the journal is off (a crash then leaves a store that is emptied at the next start anyway);
+ * from then on it is a write-ahead log, and each kept version is one transaction.
+ */
+import { existsSync, rmSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import {
+  STATE_WIDTH,
+  decodeWalletRows,
+  emptyStateRows,
+  encodeWalletRows,
+  scanStateRows,
+  stateRowsSql,
+  walletRowCount,
+  walletRuns,
+  type PositionStateStore,
+  type StateRows,
+} from '../../core/analytics/state-rows.ts';
+import { yieldToEventLoop } from '../../core/steps.ts';
+import { duckRunner } from '../../data/runner.ts';
+import { queryRows } from '../../data/duckdb.ts';
+
+/** The store file's layout; another value empties it. */
+const STORE_FORMAT = 1;
+/** Wallet ids per fill slice: ~23 state rows each at full scale, so ~90k rows (~30 MB) read and written at a time. */
+export const FILL_SLICE_WALLETS = 4_000;
+/** Wallets written per transaction step when a version is kept (a pause between steps: readers first). */
+const KEEP_STEP_WALLETS = 2_000;
+
+export interface StateStoreStatus {
+  /** the version it follows from (kept or reset at) */
+  applied: number;
+  /** every wallet's rows are in (it holds `applied`) */
+  filled: boolean;
+  /** wallets whose rows it holds */
+  wallets: number;
+}
+
+interface Staged {
+  version: number;
+  wallets: Int32Array;
+  rows: StateRows;
+}
+
+export class SqliteStateStore implements PositionStateStore {
+  private db!: Database.Database;
+  private applied = 0;
+  private filled = false;
+  private staged: Staged | null = null;
+  /** bumped by reset: a fill of an earlier generation stops */
+  private generation = 0;
+  /** the store's writes, one at a time (a fill slice never lands inside a kept version's transaction) */
+  private writing: Promise<unknown> = Promise.resolve();
+
+  private constructor(private readonly path: string) {}
+
+  /** Open the store at `path` (created empty when absent, unreadable or of another format). */
+  static open(path: string): SqliteStateStore {
+    const store = new SqliteStateStore(path);
+    try {
+      store.connect();
+      const meta = store.db.prepare(`SELECT format, applied, filled FROM store_meta`).get() as { format: number; applied: number; filled: number } | undefined;
+      if (!meta || meta.format !== STORE_FORMAT) throw new Error('another format');
+      store.applied = meta.applied;
+      store.filled = meta.filled === 1;
+    } catch {
+      store.recreate(0);
+    }
+    return store;
+  }
+
+  private connect(): void {
+    this.db = new Database(this.path);
+    this.db.pragma('page_size = 16384');
+  }
+
+  /** Remove the file and start an empty one following `version` (journal off until filled). */
+  private recreate(version: number): void {
+    this.db?.close();
+    for (const f of [this.path, `${this.path}-wal`, `${this.path}-shm`, `${this.path}-journal`]) if (existsSync(f)) rmSync(f);
+    this.connect();
+    this.db.pragma('journal_mode = OFF');
+    this.db.pragma('synchronous = OFF');
+    this.db.exec(`CREATE TABLE state_rows (wallet_id INTEGER PRIMARY KEY, version INTEGER NOT NULL, rows BLOB NOT NULL);
+      CREATE TABLE store_meta (format INTEGER NOT NULL, applied INTEGER NOT NULL, filled INTEGER NOT NULL)`);
+    this.db.prepare(`INSERT INTO store_meta VALUES (?, ?, 0)`).run(STORE_FORMAT, version);
+    this.applied = version;
+    this.filled = false;
+  }
+
+  status(): StateStoreStatus {
+    const wallets = (this.db.prepare(`SELECT count(*) AS n FROM state_rows`).get() as { n: number }).n;
+    return { applied: this.applied, filled: this.filled, wallets };
+  }
+
+  holds(version: number): boolean {
+    return this.filled && this.applied === version;
+  }
+
+  read(wallets: Int32Array): StateRows {
+    const get = this.db.prepare(`SELECT rows FROM state_rows WHERE wallet_id = ?`).pluck();
+    const bytes: (Uint8Array | undefined)[] = new Array(wallets.length);
+    let n = 0;
+    for (let k = 0; k < wallets.length; k++) {
+      const b = get.get(wallets[k]) as Uint8Array | undefined;
+      bytes[k] = b;
+      if (b) n += walletRowCount(b);
+    }
+    const out = emptyStateRows(n);
+    let at = 0;
+    for (let k = 0; k < wallets.length; k++) if (bytes[k]) at += decodeWalletRows(wallets[k]!, bytes[k]!, out, at);
+    return out;
+  }
+
+  stage(version: number, wallets: Int32Array, rows: StateRows): void {
+    walletRuns(wallets, rows); // throws unless the rows are the wallets', in their order
+    this.staged = { version, wallets, rows };
+  }
+
+  /** The version staged did not commit. */
+  discard(): void {
+    this.staged = null;
+  }
+
+  /** Empty the store; it follows from the committed `version` (fill it next). */
+  reset(version: number): Promise<void> {
+    this.generation++;
+    this.staged = null;
+    return this.serial(async () => this.recreate(version));
+  }
+
+  /**
+   * `version` committed: keep what its refresh staged when the store followed the version before it, and answer
+   * 'kept'; otherwise reset the store at it and answer 'reset' (fill it next).
+   */
+  async committed(version: number, pause: () => Promise<void> = yieldToEventLoop): Promise<'kept' | 'reset'> {
+    const staged = this.staged;
+    this.staged = null;
+    if (!staged || staged.version !== version || this.applied !== version - 1) {
+      await this.reset(version);
+      return 'reset';
+    }
+    try {
+      await this.serial(async () => {
+        const at = walletRuns(staged.wallets, staged.rows);
+        const put = this.upsert();
+        this.db.exec('BEGIN');
+        try {
+          for (let k0 = 0; k0 < staged.wallets.length; k0 += KEEP_STEP_WALLETS) {
+            const k1 = Math.min(k0 + KEEP_STEP_WALLETS, staged.wallets.length);
+            for (let k = k0; k < k1; k++) put.run(staged.wallets[k], version, encodeWalletRows(staged.rows, at[k]!, at[k + 1]!));
+            if (k1 < staged.wallets.length) await pause();
+          }
+          this.db.prepare(`UPDATE store_meta SET applied = ?`).run(version);
+          this.db.exec('COMMIT');
+        } catch (e) {
+          if (this.db.inTransaction) this.db.exec('ROLLBACK');
+          throw e;
+        }
+        this.applied = version;
+      });
+      return 'kept';
+    } catch {
+      // whatever failed, the store no longer follows: emptied, to be filled again
+      await this.reset(version);
+      return 'reset';
+    }
+  }
+
+  /**
+   * Copy a_position_state into the store, in slices of wallet ids, each read in a transaction of its own on `conn` (a
+   * connection no one else uses meanwhile). Resolves true once every slice is in, false when a reset (or `stopped`)
+   * ended it first.
+   */
+  async fill(conn: DuckDBConnection, opts: { pause?: () => Promise<void>; stopped?: () => boolean; sliceWallets?: number } = {}): Promise<boolean> {
+    const generation = this.generation;
+    const pause = opts.pause ?? yieldToEventLoop;
+    const slice = opts.sliceWallets ?? FILL_SLICE_WALLETS;
+    const current = () => generation === this.generation && !opts.stopped?.();
+    const db = duckRunner(conn);
+    const [top] = await queryRows<{ hi: number | null }>(conn, `SELECT max(wallet_id) AS hi FROM a_position_state`);
+    const hi = Number(top?.hi ?? -1);
+    for (let lo = 0; lo <= hi; lo += slice) {
+      if (!current()) return false;
+      await conn.run('BEGIN TRANSACTION');
+      let version: number;
+      let rows: StateRows;
+      try {
+        const [m] = await queryRows<{ v: number }>(conn, `SELECT version AS v FROM a_meta`);
+        version = Number(m!.v);
+        rows = await scanStateRows(db, stateRowsSql(`(SELECT * FROM a_position_state WHERE wallet_id >= ${lo} AND wallet_id < ${lo + slice})`));
+      } finally {
+        await conn.run('COMMIT');
+      }
+      await this.serial(async () => {
+        if (!current()) return;
+        const put = this.upsert();
+        this.db.transaction(() => {
+          for (let i = 0; i < rows.n; ) {
+            const w = rows.values[i * STATE_WIDTH]!;
+            let j = i + 1;
+            while (j < rows.n && rows.values[j * STATE_WIDTH] === w) j++;
+            put.run(w, version, encodeWalletRows(rows, i, j));
+            i = j;
+          }
+        })();
+      });
+      await pause();
+    }
+    return this.serial(async () => {
+      if (!current()) return false;
+      this.db.prepare(`UPDATE store_meta SET filled = 1`).run();
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma('synchronous = NORMAL');
+      this.filled = true;
+      return true;
+    });
+  }
+
+  /** A wallet's rows at a version, unless the store has them from a later one. */
+  private upsert(): Database.Statement {
+    return this.db.prepare(`INSERT INTO state_rows (wallet_id, version, rows) VALUES (?, ?, ?)
+      ON CONFLICT (wallet_id) DO UPDATE SET version = excluded.version, rows = excluded.rows WHERE excluded.version >= state_rows.version`);
+  }
+
+  private serial<T>(f: () => Promise<T>): Promise<T> {
+    const run = this.writing.then(f);
+    this.writing = run.catch(() => undefined);
+    return run;
+  }
+
+  async close(): Promise<void> {
+    this.generation++;
+    await this.writing;
+    this.db.close();
+  }
+}

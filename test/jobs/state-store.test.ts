@@ -1,0 +1,210 @@
+/**
+ * a_position_state by wallet (core/analytics/state-rows.ts, jobs/analytics/state-store.ts): a wallet's rows survive
+ * their encoding bit for bit (NULL apart from NaN, -0 apart from +0); the SELECT and the writer carry them between
+ * DuckDB and JavaScript unchanged; and a store following the analytics engine holds the table as of every version it
+ * says it holds — after its fill, across refreshes that read from it, after a restart, after a crash between the
+ * database's commit and its own (filled again), and after a full build (emptied and filled again).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import Database from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { POSITION_STATE_COLUMNS, POSITION_STATE_DDL } from '../../core/analytics/positions.ts';
+import type { RefreshReport } from '../../core/analytics/refresh.ts';
+import {
+  STATE_WIDTH,
+  decodeWalletRows,
+  emptyStateRows,
+  encodeWalletRows,
+  scanStateRows,
+  stateRowsSql,
+  walletRowCount,
+  writeStateRows,
+  type StateRows,
+} from '../../core/analytics/state-rows.ts';
+import { openDuckDB, queryRows } from '../../data/duckdb.ts';
+import { duckRunner } from '../../data/runner.ts';
+import { AnalyticsEngine } from '../../jobs/analytics/engine.ts';
+import { SqliteStateStore } from '../../jobs/analytics/state-store.ts';
+import { DAY, HOUR, START, batchArb, busyWallet, createLiveVenue, writeBatch } from '../helpers/live-venue.ts';
+
+const dirs: string[] = [];
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+const tempDir = () => {
+  const d = mkdtempSync(join(tmpdir(), 'state-store-'));
+  dirs.push(d);
+  return d;
+};
+
+/** A value of column c as a_position_state can hold it (NULL: null). */
+function valueArb(c: number): fc.Arbitrary<number | null> {
+  const type = POSITION_STATE_COLUMNS[c]![1];
+  const v: fc.Arbitrary<number> =
+    type === 'INTEGER'
+      ? fc.integer({ min: -2147483648, max: 2147483647 })
+      : type === 'UTINYINT'
+        ? fc.integer({ min: 0, max: 255 })
+        : type === 'TIMESTAMP'
+          ? fc.integer({ min: -2e15, max: 4e15 })
+          : fc.oneof(fc.double(), fc.constantFrom(0, -0, Number.NaN, 1e-300, -1.5e308));
+  return c <= 2 ? v : fc.option(v, { freq: 4 });
+}
+
+/** Rows of ascending wallets (1..6 rows each), their non-key columns random. */
+const rowsArb = fc
+  .array(fc.tuple(fc.integer({ min: 1, max: 40 }), fc.integer({ min: 1, max: 6 })), { minLength: 1, maxLength: 6 })
+  .chain((ws) => {
+    const wallets = [...new Set(ws.map(([w]) => w))].sort((a, b) => a - b);
+    const counts = wallets.map((w) => ws.find(([x]) => x === w)![1]);
+    const rows = wallets.flatMap((w, k) => Array.from({ length: counts[k]! }, () => w));
+    return fc.tuple(fc.constant(rows), fc.array(fc.tuple(...Array.from({ length: STATE_WIDTH - 1 }, (_, c) => valueArb(c + 1))), { minLength: rows.length, maxLength: rows.length }));
+  })
+  .map(([walletOfRow, cols]) => {
+    const r = emptyStateRows(walletOfRow.length);
+    walletOfRow.forEach((w, i) => {
+      r.values[i * STATE_WIDTH] = w;
+      cols[i]!.forEach((x, j) => {
+        r.values[i * STATE_WIDTH + j + 1] = x === null ? Number.NaN : x;
+        r.nulls[i * STATE_WIDTH + j + 1] = x === null ? 1 : 0;
+      });
+    });
+    return r;
+  });
+
+/** Every value as its bits (a NaN, a -0 and a NULL told apart), row by row. */
+const bits = (r: StateRows) => Array.from({ length: r.n * STATE_WIDTH }, (_, k) => (r.nulls[k] ? 'NULL' : Object.is(r.values[k], -0) ? '-0' : String(r.values[k])));
+
+describe('state rows', () => {
+  it('a wallet’s rows decode to exactly what was encoded', () => {
+    fc.assert(
+      fc.property(rowsArb, (rows) => {
+        const out = emptyStateRows(rows.n);
+        let at = 0;
+        for (let i = 0; i < rows.n; ) {
+          let j = i;
+          while (j < rows.n && rows.values[j * STATE_WIDTH] === rows.values[i * STATE_WIDTH]) j++;
+          const bytes = encodeWalletRows(rows, i, j);
+          expect(walletRowCount(bytes)).toBe(j - i);
+          at += decodeWalletRows(rows.values[i * STATE_WIDTH]!, bytes, out, at);
+          i = j;
+        }
+        expect(bits(out)).toEqual(bits(rows));
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('DuckDB → rows → DuckDB keeps every value, NULL apart from NaN', async () => {
+    const { instance, conn } = await openDuckDB({ path: ':memory:', threads: 1 });
+    try {
+      const db = duckRunner(conn);
+      await conn.run(POSITION_STATE_DDL);
+      await fc.assert(
+        fc.asyncProperty(rowsArb, async (rows) => {
+          await conn.run(`DELETE FROM a_position_state`);
+          await writeStateRows(db, 'a_position_state', rows);
+          // NULLs are NULLs in SQL, NaNs are NaNs (the row store must not turn one into the other)
+          const [c] = await queryRows<{ nulls: number; nans: number }>(conn, `SELECT count(*) FILTER (WHERE shares IS NULL) AS nulls, count(*) FILTER (WHERE isnan(shares)) AS nans FROM a_position_state`);
+          const col = POSITION_STATE_COLUMNS.findIndex(([n]) => n === 'shares');
+          const want = { nulls: 0, nans: 0 };
+          for (let i = 0; i < rows.n; i++) {
+            if (rows.nulls[i * STATE_WIDTH + col]) want.nulls++;
+            else if (Number.isNaN(rows.values[i * STATE_WIDTH + col])) want.nans++;
+          }
+          expect({ nulls: Number(c!.nulls), nans: Number(c!.nans) }).toEqual(want);
+          // read back in the order written (market_id and outcome_index are random: order by rowid)
+          const back = await scanStateRows(db, stateRowsSql('(SELECT rowid AS r, * FROM a_position_state)', 'r'));
+          expect(bits(back)).toEqual(bits(rows));
+        }),
+        { numRuns: 40 },
+      );
+    } finally {
+      conn.closeSync();
+      instance.closeSync();
+    }
+  });
+});
+
+/** Every wallet's state rows, as the table holds them and as the store does. */
+async function tableAndStore(conn: DuckDBConnection, store: SqliteStateStore): Promise<[string[], string[]]> {
+  const table = await scanStateRows(duckRunner(conn), stateRowsSql('a_position_state'));
+  const ids = new Int32Array([...new Set(Array.from({ length: table.n }, (_, i) => table.values[i * STATE_WIDTH]!))]);
+  return [bits(table), bits(store.read(ids))];
+}
+
+describe('a store following the analytics engine', () => {
+  const HISTORY_DAYS = 12;
+
+  it('holds a_position_state at every version it says it holds: filled, refreshed, restarted, a version behind, after a full build', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'venue.duckdb');
+    const storePath = join(dir, 'venue.duckdb.state-rows.sqlite');
+    const { instance, conn } = await openDuckDB({ path, threads: 1 });
+    const logs: string[] = [];
+    try {
+      await createLiveVenue(conn);
+      for (const b of busyWallet(1, HISTORY_DAYS, 5)) await writeBatch(conn, b.rows);
+      let prev = HISTORY_DAYS * DAY + 3 * HOUR;
+      let now = START + prev;
+      const open = () => AnalyticsEngine.open(instance, { now: () => new Date(now), stateStore: storePath, log: (m) => logs.push(m) });
+      let engine = await open();
+      // the first build: the store is filled in the background, then every refresh reads from it
+      expect(engine.stateStore()).toMatchObject({ filling: true, filled: false });
+      await engine.stateStoreFilled();
+      expect(engine.stateStore()).toMatchObject({ filling: false, filled: true, applied: engine.published().version });
+      const refreshOnce = async (): Promise<RefreshReport> => {
+        const [batch] = fc.sample(batchArb(prev), { numRuns: 1, seed: prev });
+        prev = batch!.asOf;
+        now = START + prev;
+        await writeBatch(conn, batch!.rows);
+        return (await engine.refreshNow()) as RefreshReport;
+      };
+      for (let i = 0; i < 3; i++) {
+        const r = await refreshOnce();
+        expect(r.state_rows).toBe('store');
+        expect(engine.stateStore()).toMatchObject({ filled: true, applied: engine.published().version });
+        const [table, held] = await tableAndStore(conn, (engine as unknown as { store: SqliteStateStore }).store);
+        expect(held).toEqual(table);
+      }
+      // a restart: the store holds the persisted version, so it is read at once (no fill)
+      await engine.stop();
+      engine = await open();
+      expect(engine.stateStore()).toMatchObject({ filling: false, filled: true });
+      expect((await refreshOnce()).state_rows).toBe('store');
+
+      // a crash between the database's commit and the store's: the store is a version behind at the next start
+      await engine.stop();
+      const raw = new Database(storePath);
+      raw.prepare(`UPDATE store_meta SET applied = applied - 1`).run();
+      raw.close();
+      engine = await open();
+      expect(engine.stateStore()).toMatchObject({ filled: false });
+      // refreshes read the table until it is filled again, and the store follows them meanwhile
+      const during = await refreshOnce();
+      await engine.stateStoreFilled();
+      expect(['store', 'table']).toContain(during.state_rows);
+      expect((await refreshOnce()).state_rows).toBe('store');
+      let [table, held] = await tableAndStore(conn, (engine as unknown as { store: SqliteStateStore }).store);
+      expect(held).toEqual(table);
+
+      // a full build (venue rows were removed): committed without rows staged, so the store is emptied and filled again
+      await conn.run(`CREATE TABLE IF NOT EXISTS venue_retractions (seq BIGINT NOT NULL, removed_at TIMESTAMP NOT NULL, rows_removed BIGINT NOT NULL, reason VARCHAR NOT NULL)`);
+      await conn.run(`INSERT INTO venue_retractions VALUES ((SELECT max(seq) + 1 FROM fills), now(), 0, 'test')`);
+      const built = await refreshOnce();
+      expect(built).not.toHaveProperty('state_rows');
+      await engine.stateStoreFilled();
+      expect(engine.stateStore()).toMatchObject({ filled: true, applied: engine.published().version });
+      expect((await refreshOnce()).state_rows).toBe('store');
+      [table, held] = await tableAndStore(conn, (engine as unknown as { store: SqliteStateStore }).store);
+      expect(held).toEqual(table);
+      await engine.stop();
+      expect(logs.filter((l) => /state rows by wallet filled/.test(l))).toHaveLength(3);
+    } finally {
+      conn.closeSync();
+      instance.closeSync();
+    }
+  }, 300_000);
+});
