@@ -16,7 +16,10 @@
  *
  *   npm run bench:freshness -- [--db PATH --wallets N --days D --seed S] [--rate 68] [--seconds 300]
  *        [--refresh-ms 0] [--probe-ms 250] [--memory-limit 5GB] [--warmup-refreshes 0] [--across-commit on|off]
- *        [--preset-heads on|off] [--pause-slice-ms 0]
+ *        [--preset-heads on|off] [--pause-slice-ms 0] [--state-store on|off]
+ * --state-store on (default): the engine keeps the row store of a_position_state by wallet beside the database (as
+ * `npm start` does; filled, and waited for, before the tail starts: its time and size printed); off: refreshes read
+ * the table, as before session 27.
  * --preset-heads off: every preset page reads SQL (the announced version's heads in memory are not offered), as before
  * session 20, for a comparison on the same machine. --pause-slice-ms N: the refresh's JavaScript steps pause (let the
  * event loop and the readers go first) only once N ms ran since the last pause, not after every step.
@@ -29,6 +32,7 @@
  * The tail's rows stay in the database (a later run continues after them), as they would in the service.
  */
 import { cpus } from 'node:os';
+import { statSync } from 'node:fs';
 import { PerformanceObserver, constants as perfConstants, monitorEventLoopDelay, type PerformanceEntry } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
@@ -56,9 +60,10 @@ const Args = z.object({
   'preset-heads': z.enum(['on', 'off']).default('on'),
   // a refresh's JavaScript steps pause once this many ms ran since the last pause (0: after every step)
   'pause-slice-ms': z.coerce.number().min(0).default(0),
+  'state-store': z.enum(['on', 'off']).default('on'),
 });
 const { values } = parseArgs({
-  options: Object.fromEntries(['db', 'wallets', 'days', 'seed', 'rate', 'seconds', 'refresh-ms', 'probe-ms', 'memory-limit', 'warmup-refreshes', 'across-commit', 'preset-heads', 'pause-slice-ms'].map((k) => [k, { type: 'string' as const }])),
+  options: Object.fromEntries(['db', 'wallets', 'days', 'seed', 'rate', 'seconds', 'refresh-ms', 'probe-ms', 'memory-limit', 'warmup-refreshes', 'across-commit', 'preset-heads', 'pause-slice-ms', 'state-store'].map((k) => [k, { type: 'string' as const }])),
 });
 const a = Args.parse(values);
 const { venue, dbPath } = liveVenue(a);
@@ -84,8 +89,10 @@ const heartbeat = setInterval(() => {
   beatAt = now;
 }, 20);
 const venueNow = () => (tail ? new Date(tail.stats().venueTime) : new Date(summary!.last));
+const storePath = `${dbPath}.state-rows.sqlite`;
 const engine = await AnalyticsEngine.open(instance, {
   now: venueNow,
+  ...(a['state-store'] === 'on' ? { stateStore: storePath } : {}),
   pauseSliceMs: a['pause-slice-ms'],
   log: (m) => process.stderr.write(`${m}\n`),
   onRefreshStep: (name, sec) => {
@@ -94,6 +101,13 @@ const engine = await AnalyticsEngine.open(instance, {
   },
 });
 const openSeconds = (performance.now() - tOpen) / 1000;
+// the row store is filled before the tail starts (the service fills it while it serves; here it is not measured)
+const tFill = performance.now();
+await engine.stateStoreFilled();
+const stateStoreFill = engine.stateStore()
+  ? { seconds: Number(((performance.now() - tFill) / 1000).toFixed(1)), ...engine.stateStore(), gib: Number((statSync(storePath).size / 2 ** 30).toFixed(2)) }
+  : null;
+if (stateStoreFill) process.stderr.write(`state store: ${JSON.stringify(stateStoreFill)}\n`);
 const apiDb = snapshotRunner(instance, { size: 8 });
 // as main.ts: the refresh's JavaScript steps let a request mid-way go first, and its commit runs across read
 // transactions begun ahead of it
@@ -122,7 +136,7 @@ const sqlApp = await startBenchApp({ db: apiDb, dbScope: apiDb.middleware, ranke
 
 // --- the run
 const arrivals: TailArrival[] = [];
-const publishes: { p: Published; wallMs: number; seconds: number; steps: Record<string, number>; pauses: number; rankerMs: number | null; cpuMs: number }[] = [];
+const publishes: { p: Published; wallMs: number; seconds: number; steps: Record<string, number>; pauses: number; rankerMs: number | null; cpuMs: number; stateRows: string }[] = [];
 let refreshing = false;
 let refreshCpuUs = 0;
 let cpuAtStart = process.cpuUsage();
@@ -151,7 +165,7 @@ engine.on('committing', (version, r) => rankers.stage(version, r.ranker ?? null)
 engine.on('published', (p, r) => {
   lastEvent = `published v${p.version}`;
   const wallMs = Date.now();
-  const rec = { p, wallMs, seconds: r.total_seconds, steps: r.seconds, pauses: 'pauses' in r ? (r.pauses ?? 0) : 0, rankerMs: null as number | null, cpuMs: 0 };
+  const rec = { p, wallMs, seconds: r.total_seconds, steps: r.seconds, pauses: 'pauses' in r ? (r.pauses ?? 0) : 0, rankerMs: null as number | null, cpuMs: 0, stateRows: 'state_rows' in r ? r.state_rows : 'build' };
   publishes.push(rec);
   const counts = 'new_legs' in r ? ` legs ${r.new_legs}, positions ${r.positions}, wallets ${r.wallets} (marks ${r.mark_wallets}, marks only ${r.mark_only_wallets}), ${r.pauses ?? 0} pauses${r.engine_patch ? `, patch placed ${r.engine_patch.reordered} took over ${r.engine_patch.reused} (rank keys ${r.engine_patch.rankKeys})` : ''}` : '';
   process.stderr.write(`  v${p.version}: refresh ${r.total_seconds.toFixed(1)} s${counts} ${JSON.stringify(r.seconds)}\n`);
@@ -327,6 +341,9 @@ const out = {
   gc_pauses_over_50ms_by_moment: Object.fromEntries([...gcOver50].map(([moment, ms]) => [moment, stats(ms)])),
   final_refresh_error: finalRefreshError,
   warmup_refreshes: warmups,
+  state_store_fill: stateStoreFill,
+  // where each refresh read its touched wallets' state rows (the row store, or a_position_state)
+  state_rows_read_from: Object.fromEntries(['store', 'table', 'build'].map((k) => [k, publishes.filter((x) => x.stateRows === k).length])),
   refresh_seconds: stats(refreshes),
   refresh_step_seconds: stepStats,
   // the pauses of its JavaScript steps per refresh (their time: the step 'paused', inside the other steps)

@@ -8,7 +8,10 @@
  *
  *   npm run bench:refresh-profile -- --db var/bench-venue-w2800000/bench.duckdb --wallets 2800000 --days 120 --seed 1
  *        [--tail-seconds 60] [--rate 68] [--runs 1] [--commit] [--no-previous] [--move-marks] [--verify-engine] [--memory-limit 8GB] [--explain REGEX]
- *        [--boards worker|here]
+ *        [--boards worker|here] [--state-store on|off]
+ * --state-store on (default): the touched wallets' state rows are read from the row store by wallet beside the
+ * database (`<db>.state-rows.sqlite`, jobs/analytics/state-store.ts), filled first when it does not hold the state
+ * (its time and size printed); off: from a_position_state, as before session 27.
  * --boards here: the boards are scored on this thread in steps, as before session 26 (default: on a worker thread, as
  * the service does), for a comparison on the same machine.
  * --move-marks: each run's transaction first gets an arrival batch of mids, one for every token with a mark in a
@@ -36,6 +39,8 @@ import { tsLiteral } from '../core/query.ts';
 import { persisted } from '../jobs/analytics/engine.ts';
 import { metricOrdersOffThread } from '../jobs/analytics/rank-orders.ts';
 import { BoardWorker } from '../jobs/analytics/board-worker.ts';
+import { SqliteStateStore } from '../jobs/analytics/state-store.ts';
+import { statSync } from 'node:fs';
 import { LIVE_VENUE_ARGS, liveVenue } from './live-venue-args.ts';
 
 const Args = z.object({
@@ -50,10 +55,11 @@ const Args = z.object({
   'move-marks': z.boolean().default(false),
   'verify-engine': z.boolean().default(false),
   boards: z.enum(['worker', 'here']).default('worker'),
+  'state-store': z.enum(['on', 'off']).default('on'),
 });
 const { values } = parseArgs({
   options: {
-    ...Object.fromEntries(['db', 'wallets', 'days', 'seed', 'rate', 'tail-seconds', 'runs', 'min-ms', 'memory-limit', 'explain', 'boards'].map((k) => [k, { type: 'string' as const }])),
+    ...Object.fromEntries(['db', 'wallets', 'days', 'seed', 'rate', 'tail-seconds', 'runs', 'min-ms', 'memory-limit', 'explain', 'boards', 'state-store'].map((k) => [k, { type: 'string' as const }])),
     commit: { type: 'boolean' },
     'no-previous': { type: 'boolean' },
     'move-marks': { type: 'boolean' },
@@ -91,6 +97,21 @@ process.stderr.write(`from ${from.asOf.toISOString()} (batch ${from.watermark}) 
 let t = performance.now();
 const previous = a['no-previous'] ? undefined : await loadRankingEngine(base, metricOrdersOffThread);
 if (previous) process.stderr.write(`previous engine loaded in ${((performance.now() - t) / 1000).toFixed(1)} s\n`);
+
+// the row store of a_position_state by wallet, filled when it does not hold this state
+let store: SqliteStateStore | null = null;
+if (a['state-store'] === 'on') {
+  const storePath = `${dbPath}.state-rows.sqlite`;
+  store = SqliteStateStore.open(storePath);
+  if (!store.holds(state.version)) {
+    t = performance.now();
+    await store.reset(state.version);
+    const side = await instance.connect();
+    await store.fill(side);
+    side.closeSync();
+    process.stderr.write(`state store filled in ${((performance.now() - t) / 1000).toFixed(1)} s: ${store.status().wallets} wallets, ${(statSync(storePath).size / 2 ** 30).toFixed(2)} GiB\n`);
+  }
+}
 
 interface Stmt {
   step: number;
@@ -166,6 +187,7 @@ for (let run = 0; run < a.runs; run++) {
     previous,
     ordersOf: metricOrdersOffThread,
     ...(boardWorker ? { boards: boardWorker.score } : {}),
+    ...(store ? { stateStore: store } : {}),
     onStep: (name, s) => {
       steps.push([name, s]);
       stalls.push(stall.max / 1e6);
@@ -190,12 +212,19 @@ for (let run = 0; run < a.runs; run++) {
     console.log(bad.length ? `engine differs from one loaded whole: ${bad.join(', ')}` : `engine verified: equal to one loaded whole (${got.cols.n} rows, every column and order)`);
   }
   await conn.run(a.commit ? 'COMMIT' : 'ROLLBACK');
+  let storeSeconds = 0;
+  if (store && a.commit) {
+    const t1 = performance.now();
+    await store.committed(state.version + 1);
+    storeSeconds = (performance.now() - t1) / 1000;
+  } else store?.discard();
   const stepName = (i: number) => steps[i]?.[0] ?? 'after';
   console.log(
     `\n=== run ${run + 1}: ${total.toFixed(1)} s${mb(runRead)}; legs ${report.new_legs}, positions restreamed ${report.positions}, continued ${report.continued}, alpha-only ${report.alpha_positions}, wallets ${report.wallets} (marks ${report.mark_wallets}, marks only ${report.mark_only_wallets}), days closed ${report.days_closed}, median fills from bands ${report.fill_bands.banded} (bands dropped ${report.fill_bands.dropped})`,
   );
   if (report.engine_patch) console.log(`engine patch: ${JSON.stringify(report.engine_patch)}`);
   if (boardWorker?.last) console.log(`board worker: ${JSON.stringify(boardWorker.last)}`);
+  console.log(`state rows read from the ${report.state_rows}${a.commit && store ? `; the store kept the version in ${storeSeconds.toFixed(2)} s` : ''}`);
   console.log(`steps: ${steps.map(([n, s]) => `${n} ${s.toFixed(1)}`).join(', ')}`);
   console.log(`longest event-loop stall per step (ms): ${steps.map(([n], i) => `${n} ${Math.round(stalls[i]!)}`).join(', ')}`);
   const line = (s: Stmt) => `  [${stepName(s.step)}] ${(s.ms / 1000).toFixed(2)} s${mb(s.readBytes)}  ${s.sql}`;
@@ -205,5 +234,6 @@ for (let run = 0; run < a.runs; run++) {
   if (a.commit) break;
 }
 await boardWorker?.close();
+await store?.close();
 conn.closeSync();
 instance.closeSync();
