@@ -13,10 +13,12 @@
  *   again. A crash between the venue database's commit and the store's leaves the store a version behind: at the next
  *   start it does not hold the persisted version and is filled again.
  *
- * Until the fill completes the journal is off (a crash then leaves a store that is emptied at the next start anyway);
- * from then on it is a write-ahead log, and each kept version is one transaction.
+ * Until the fill completes the journal is kept in memory and nothing is synced (a crash then leaves a store that is
+ * emptied at the next start anyway); from then on it is a write-ahead log, and each kept version is one transaction.
  */
 import { existsSync, rmSync } from 'node:fs';
+import { promisify } from 'node:util';
+import { deflateRaw, inflateRawSync } from 'node:zlib';
 import Database from 'better-sqlite3';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import {
@@ -35,8 +37,14 @@ import { yieldToEventLoop } from '../../core/steps.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { queryRows } from '../../data/duckdb.ts';
 
-/** The store file's layout; another value empties it. */
-const STORE_FORMAT = 1;
+/** The store file's layout (2: each wallet's encoded rows deflated); another value empties it. */
+const STORE_FORMAT = 2;
+/**
+ * A wallet's value: its encoded rows (state-rows.ts) deflated at level 1, on libuv's threads (not this one). At full
+ * scale 3.2 times smaller than the rows encoded (17.9 GiB), at ~110 MB/s of deflate and ~430 MB/s of inflate.
+ */
+const deflate = promisify(deflateRaw);
+const pack = (rows: StateRows, from: number, to: number): Promise<Buffer> => deflate(encodeWalletRows(rows, from, to), { level: 1 });
 /** Wallet ids per fill slice: ~23 state rows each at full scale, so ~90k rows (~30 MB) read and written at a time. */
 export const FILL_SLICE_WALLETS = 4_000;
 /** Wallets written per transaction step when a version is kept (a pause between steps: readers first). */
@@ -78,6 +86,8 @@ export class SqliteStateStore implements PositionStateStore {
       if (!meta || meta.format !== STORE_FORMAT) throw new Error('another format');
       store.applied = meta.applied;
       store.filled = meta.filled === 1;
+      // (a filled store's file is in WAL mode; the sync level is the connection's)
+      if (store.filled) store.db.pragma('synchronous = NORMAL');
     } catch {
       store.recreate(0);
     }
@@ -89,12 +99,13 @@ export class SqliteStateStore implements PositionStateStore {
     this.db.pragma('page_size = 16384');
   }
 
-  /** Remove the file and start an empty one following `version` (journal off until filled). */
+  /** Remove the file and start an empty one following `version` (its journal in memory until filled). */
   private recreate(version: number): void {
     this.db?.close();
     for (const f of [this.path, `${this.path}-wal`, `${this.path}-shm`, `${this.path}-journal`]) if (existsSync(f)) rmSync(f);
     this.connect();
-    this.db.pragma('journal_mode = OFF');
+    // in memory, not off: better-sqlite3's defensive mode refuses 'OFF' (and keeps the rollback journal on disk)
+    this.db.pragma('journal_mode = MEMORY');
     this.db.pragma('synchronous = OFF');
     this.db.exec(`CREATE TABLE state_rows (wallet_id INTEGER PRIMARY KEY, version INTEGER NOT NULL, rows BLOB NOT NULL);
       CREATE TABLE store_meta (format INTEGER NOT NULL, applied INTEGER NOT NULL, filled INTEGER NOT NULL)`);
@@ -117,7 +128,8 @@ export class SqliteStateStore implements PositionStateStore {
     const bytes: (Uint8Array | undefined)[] = new Array(wallets.length);
     let n = 0;
     for (let k = 0; k < wallets.length; k++) {
-      const b = get.get(wallets[k]) as Uint8Array | undefined;
+      const packed = get.get(wallets[k]) as Uint8Array | undefined;
+      const b = packed ? inflateRawSync(packed) : undefined;
       bytes[k] = b;
       if (b) n += walletRowCount(b);
     }
@@ -163,7 +175,8 @@ export class SqliteStateStore implements PositionStateStore {
         try {
           for (let k0 = 0; k0 < staged.wallets.length; k0 += KEEP_STEP_WALLETS) {
             const k1 = Math.min(k0 + KEEP_STEP_WALLETS, staged.wallets.length);
-            for (let k = k0; k < k1; k++) put.run(staged.wallets[k], version, encodeWalletRows(staged.rows, at[k]!, at[k + 1]!));
+            const values = await Promise.all(Array.from({ length: k1 - k0 }, (_, j) => pack(staged.rows, at[k0 + j]!, at[k0 + j + 1]!)));
+            for (let k = k0; k < k1; k++) put.run(staged.wallets[k], version, values[k - k0]);
             if (k1 < staged.wallets.length) await pause();
           }
           this.db.prepare(`UPDATE store_meta SET applied = ?`).run(version);
@@ -207,18 +220,20 @@ export class SqliteStateStore implements PositionStateStore {
       } finally {
         await conn.run('COMMIT');
       }
+      // the slice's wallets, each a run of rows, deflated off this thread
+      const runs: [number, number, number][] = [];
+      for (let i = 0; i < rows.n; ) {
+        const w = rows.values[i * STATE_WIDTH]!;
+        let j = i + 1;
+        while (j < rows.n && rows.values[j * STATE_WIDTH] === w) j++;
+        runs.push([w, i, j]);
+        i = j;
+      }
+      const values = await Promise.all(runs.map(([, i, j]) => pack(rows, i, j)));
       await this.serial(async () => {
         if (!current()) return;
         const put = this.upsert();
-        this.db.transaction(() => {
-          for (let i = 0; i < rows.n; ) {
-            const w = rows.values[i * STATE_WIDTH]!;
-            let j = i + 1;
-            while (j < rows.n && rows.values[j * STATE_WIDTH] === w) j++;
-            put.run(w, version, encodeWalletRows(rows, i, j));
-            i = j;
-          }
-        })();
+        this.db.transaction(() => runs.forEach(([w], k) => put.run(w, version, values[k])))();
       });
       await pause();
     }

@@ -5,7 +5,7 @@
  * says it holds — after its fill, across refreshes that read from it, after a restart, after a crash between the
  * database's commit and its own (filled again), and after a full build (emptied and filled again).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -125,6 +125,31 @@ describe('state rows', () => {
       conn.closeSync();
       instance.closeSync();
     }
+  });
+});
+
+describe('a store file', () => {
+  it('of another format, or unreadable, is emptied when opened', async () => {
+    const path = join(tempDir(), 'store.sqlite');
+    let store = SqliteStateStore.open(path);
+    await store.reset(7);
+    const rows = emptyStateRows(2);
+    rows.values[0] = 5;
+    rows.values[STATE_WIDTH] = 5;
+    store.stage(8, new Int32Array([5]), rows);
+    expect(await store.committed(8)).toBe('kept');
+    expect(store.status()).toMatchObject({ applied: 8, wallets: 1 });
+    await store.close();
+    const raw = new Database(path);
+    raw.prepare(`UPDATE store_meta SET format = format - 1`).run();
+    raw.close();
+    store = SqliteStateStore.open(path);
+    expect(store.status()).toEqual({ applied: 0, filled: false, wallets: 0 });
+    await store.close();
+    writeFileSync(path, 'not a database');
+    store = SqliteStateStore.open(path);
+    expect(store.status()).toEqual({ applied: 0, filled: false, wallets: 0 });
+    await store.close();
   });
 });
 
