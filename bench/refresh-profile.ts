@@ -224,7 +224,7 @@ for (let run = 0; run < a.runs; run++) {
   );
   if (report.engine_patch) console.log(`engine patch: ${JSON.stringify(report.engine_patch)}`);
   if (boardWorker?.last) console.log(`board worker: ${JSON.stringify(boardWorker.last)}`);
-  console.log(`state rows read from the ${report.state_rows}${a.commit && store ? `; the store kept the version in ${storeSeconds.toFixed(2)} s` : ''}`);
+  console.log(`${report.touched_state_rows} state rows of touched wallets read from the ${report.state_rows}${a.commit && store ? `; the store kept the version in ${storeSeconds.toFixed(2)} s` : ''}`);
   console.log(`steps: ${steps.map(([n, s]) => `${n} ${s.toFixed(1)}`).join(', ')}`);
   console.log(`longest event-loop stall per step (ms): ${steps.map(([n], i) => `${n} ${Math.round(stalls[i]!)}`).join(', ')}`);
   const line = (s: Stmt) => `  [${stepName(s.step)}] ${(s.ms / 1000).toFixed(2)} s${mb(s.readBytes)}  ${s.sql}`;

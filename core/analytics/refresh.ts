@@ -102,6 +102,8 @@ export interface RefreshReport {
   pauses?: number;
   /** where the touched wallets' state rows were read: the row store by wallet, or a_position_state (state-rows.ts) */
   state_rows: 'store' | 'table';
+  /** the touched wallets' state rows read (and, with a store, staged after the stream) */
+  touched_state_rows: number;
 }
 
 /** The refresh's temporary working tables, dropped when it ends. */
@@ -287,6 +289,7 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
   if (lateMids.length) await writeMidTable('late_mids', lateMids);
 
   // --- dirty positions: restreamed whole, or continued from their stored state with their new legs only
+  let touchedRows = 0;
   const { positions, continued } = await timed('dirty', async () => {
     const h1 = `INTERVAL ${ALPHA_HORIZON_US.h1 / 1e6} SECOND`;
     const h24 = `INTERVAL ${ALPHA_HORIZON_US.h24 / 1e6} SECOND`;
@@ -346,7 +349,8 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     await db.run(`DELETE FROM due_legs WHERE (wallet_id, market_id, outcome_index) IN (SELECT (wallet_id, market_id, outcome_index) FROM dirty_pos)`);
     // every position whose state row the stream writes again (restreamed or continued)
     await db.run(`CREATE OR REPLACE TEMP TABLE rewritten_pos AS SELECT * FROM dirty_pos UNION ALL SELECT * FROM cont_pos`);
-    const [c] = await db.all<{ n: number; k: number }>(`SELECT (SELECT count(*) FROM dirty_pos) AS n, (SELECT count(*) FROM cont_pos) AS k`);
+    const [c] = await db.all<{ n: number; k: number; t: number }>(`SELECT (SELECT count(*) FROM dirty_pos) AS n, (SELECT count(*) FROM cont_pos) AS k, (SELECT count(*) FROM touched_state) AS t`);
+    touchedRows = Number(c?.t ?? 0);
     return { positions: Number(c?.n ?? 0), continued: Number(c?.k ?? 0) };
   });
 
@@ -666,6 +670,7 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     fill_bands: fillBands,
     ...(enginePatch ? { engine_patch: enginePatch } : {}),
     state_rows: stateRows,
+    touched_state_rows: touchedRows,
   };
 }
 
