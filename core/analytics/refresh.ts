@@ -64,7 +64,7 @@ import { DAY_VALUES_DDL, RISK_WINDOW_DAYS, dayCloseSql, dayCloseTokensSql, prune
 import { addBandsSql, refreshBands, type FillBandRules } from './median-fill.ts';
 import { HOLDS_READ_COLUMNS, alphaSql, medianFillSql, visibleFillSizes, type WalletScope } from './wallets.ts';
 import { ALPHA_SUM_KEYS, AlphaCatchUp, type AlphaSums } from './alpha-due.ts';
-import { scanStateRows, stateRowsSql, writeStateRows, type PositionStateStore } from './state-rows.ts';
+import { scanStateRows, stateRowsSql, stateRowsWriter, type PositionStateStore } from './state-rows.ts';
 
 /** What a state is as of: the venue clock T and the last arrival batch seen. */
 export interface StateMark {
@@ -113,6 +113,9 @@ const REFRESH_WORK_TABLES = ['revalue', 'revalued', 'new_mids', 'late_mids', 'ne
 /** alpha_due: a_position_state's key and horizon-sum columns, as the state declares them. */
 const ALPHA_DUE_COLUMNS = POSITION_STATE_COLUMNS.filter((c): c is Extract<(typeof POSITION_STATE_COLUMNS)[number], readonly [keyof AlphaSums, string]> =>
   (ALPHA_SUM_KEYS as readonly string[]).includes(c[0]));
+
+/** Wallets read from the state row store between pauses. */
+const STORE_READ_WALLETS = 256;
 
 const us = (d: Date) => d.getTime() * 1000;
 const tsUs = (x: number) => `make_timestamp(${Math.round(x)}::BIGINT)`;
@@ -329,7 +332,13 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     if (store) touched = await walletIds(db, 'touched_wallets');
     if (store?.holds(fromVersion)) {
       await db.run(`CREATE OR REPLACE TEMP TABLE touched_state AS SELECT * FROM a_position_state LIMIT 0`);
-      await writeStateRows(db, 'touched_state', store.read(touched));
+      // a few hundred wallets at a time, pausing between: the market makers among them hold thousands of positions each
+      const w = await stateRowsWriter(db, 'touched_state');
+      for (let k = 0; k < touched.length; k += STORE_READ_WALLETS) {
+        w.append(store.read(touched.subarray(k, k + STORE_READ_WALLETS)));
+        await pause();
+      }
+      await w.close();
       stateRows = 'store';
     } else {
       await db.run(`CREATE OR REPLACE TEMP TABLE touched_state AS SELECT * FROM a_position_state WHERE wallet_id IN (SELECT wallet_id FROM touched_wallets)`);

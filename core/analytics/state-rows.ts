@@ -94,10 +94,21 @@ export function concatStateRows(parts: readonly StateRows[], n = parts.reduce((s
   return out;
 }
 
+/** Append state rows to `table` (a_position_state's columns), in parts: each part's rows as they come, then close. */
+export async function stateRowsWriter(db: Pick<ColumnarRunner, 'writer'>, table: string): Promise<{ append(rows: StateRows): void; close(): Promise<void> }> {
+  const w = await db.writer(table, POSITION_STATE_COLUMNS.map(([name, type]) => ({ name, type })));
+  return {
+    append(rows) {
+      for (let i = 0; i < rows.n; i++) w.row(rows.values.subarray(i * STATE_WIDTH, (i + 1) * STATE_WIDTH), rows.nulls.subarray(i * STATE_WIDTH, (i + 1) * STATE_WIDTH));
+    },
+    close: () => w.close(),
+  };
+}
+
 /** Append state rows to `table` (a_position_state's columns). */
 export async function writeStateRows(db: Pick<ColumnarRunner, 'writer'>, table: string, rows: StateRows): Promise<void> {
-  const w = await db.writer(table, POSITION_STATE_COLUMNS.map(([name, type]) => ({ name, type })));
-  for (let i = 0; i < rows.n; i++) w.row(rows.values.subarray(i * STATE_WIDTH, (i + 1) * STATE_WIDTH), rows.nulls.subarray(i * STATE_WIDTH, (i + 1) * STATE_WIDTH));
+  const w = await stateRowsWriter(db, table);
+  w.append(rows);
   await w.close();
 }
 

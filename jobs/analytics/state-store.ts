@@ -17,8 +17,7 @@
  * emptied at the next start anyway); from then on it is a write-ahead log, and each kept version is one transaction.
  */
 import { existsSync, rmSync } from 'node:fs';
-import { promisify } from 'node:util';
-import { deflateRaw, inflateRawSync } from 'node:zlib';
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import Database from 'better-sqlite3';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import {
@@ -40,15 +39,25 @@ import { queryRows } from '../../data/duckdb.ts';
 /** The store file's layout (2: each wallet's encoded rows deflated); another value empties it. */
 const STORE_FORMAT = 2;
 /**
- * A wallet's value: its encoded rows (state-rows.ts) deflated at level 1, on libuv's threads (not this one). At full
- * scale 3.2 times smaller than the rows encoded (17.9 GiB), at ~110 MB/s of deflate and ~430 MB/s of inflate.
+ * A wallet's value: its encoded rows (state-rows.ts) deflated at level 1. At full scale 3.2 times smaller than the
+ * rows encoded (17.9 GiB), at ~110 MB/s of deflate and ~430 MB/s of inflate. On this thread, in steps of
+ * PACK_STEP_WALLETS with a pause between: on libuv's threads (zlib's async calls) a slice of 4,000 wallets took
+ * 580–700 ms against 200 ms here, a call's hand-over costing more than its deflate.
  */
-const deflate = promisify(deflateRaw);
-const pack = (rows: StateRows, from: number, to: number): Promise<Buffer> => deflate(encodeWalletRows(rows, from, to), { level: 1 });
+const pack = (rows: StateRows, from: number, to: number): Buffer => deflateRawSync(encodeWalletRows(rows, from, to), { level: 1 });
+const PACK_STEP_WALLETS = 500;
+
+/** Each run's value (runs[k] = [first row, end row) of one wallet), `PACK_STEP_WALLETS` at a time with a pause between. */
+async function packRuns(rows: StateRows, runs: readonly (readonly [number, number])[], pause: () => Promise<void>): Promise<Buffer[]> {
+  const out: Buffer[] = [];
+  for (let k = 0; k < runs.length; k++) {
+    out.push(pack(rows, runs[k]![0], runs[k]![1]));
+    if (k % PACK_STEP_WALLETS === PACK_STEP_WALLETS - 1) await pause();
+  }
+  return out;
+}
 /** Wallet ids per fill slice: ~23 state rows each at full scale, so ~90k rows (~30 MB) read and written at a time. */
 export const FILL_SLICE_WALLETS = 4_000;
-/** Wallets written per transaction step when a version is kept (a pause between steps: readers first). */
-const KEEP_STEP_WALLETS = 2_000;
 
 export interface StateStoreStatus {
   /** the version it follows from (kept or reset at) */
@@ -168,16 +177,16 @@ export class SqliteStateStore implements PositionStateStore {
       return 'reset';
     }
     try {
+      const at = walletRuns(staged.wallets, staged.rows);
+      const values = await packRuns(staged.rows, Array.from(staged.wallets, (_, k) => [at[k]!, at[k + 1]!] as const), pause);
       await this.serial(async () => {
-        const at = walletRuns(staged.wallets, staged.rows);
         const put = this.upsert();
         this.db.exec('BEGIN');
         try {
-          for (let k0 = 0; k0 < staged.wallets.length; k0 += KEEP_STEP_WALLETS) {
-            const k1 = Math.min(k0 + KEEP_STEP_WALLETS, staged.wallets.length);
-            const values = await Promise.all(Array.from({ length: k1 - k0 }, (_, j) => pack(staged.rows, at[k0 + j]!, at[k0 + j + 1]!)));
-            for (let k = k0; k < k1; k++) put.run(staged.wallets[k], version, values[k - k0]);
-            if (k1 < staged.wallets.length) await pause();
+          // a pause every PACK_STEP_WALLETS: an upsert reads its wallet's page first, from the disk when not cached
+          for (let k = 0; k < staged.wallets.length; k++) {
+            put.run(staged.wallets[k], version, values[k]);
+            if (k % PACK_STEP_WALLETS === PACK_STEP_WALLETS - 1) await pause();
           }
           this.db.prepare(`UPDATE store_meta SET applied = ?`).run(version);
           this.db.exec('COMMIT');
@@ -220,20 +229,22 @@ export class SqliteStateStore implements PositionStateStore {
       } finally {
         await conn.run('COMMIT');
       }
-      // the slice's wallets, each a run of rows, deflated off this thread
-      const runs: [number, number, number][] = [];
+      // the slice's wallets, each a run of rows
+      const wallets: number[] = [];
+      const runs: [number, number][] = [];
       for (let i = 0; i < rows.n; ) {
         const w = rows.values[i * STATE_WIDTH]!;
         let j = i + 1;
         while (j < rows.n && rows.values[j * STATE_WIDTH] === w) j++;
-        runs.push([w, i, j]);
+        wallets.push(w);
+        runs.push([i, j]);
         i = j;
       }
-      const values = await Promise.all(runs.map(([, i, j]) => pack(rows, i, j)));
+      const values = await packRuns(rows, runs, pause);
       await this.serial(async () => {
         if (!current()) return;
         const put = this.upsert();
-        this.db.transaction(() => runs.forEach(([w], k) => put.run(w, version, values[k])))();
+        this.db.transaction(() => wallets.forEach((w, k) => put.run(w, version, values[k])))();
       });
       await pause();
     }
