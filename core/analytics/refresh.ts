@@ -64,7 +64,16 @@ import { DAY_VALUES_DDL, RISK_WINDOW_DAYS, dayCloseSql, dayCloseTokensSql, prune
 import { addBandsSql, refreshBands, type FillBandRules } from './median-fill.ts';
 import { HOLDS_READ_COLUMNS, alphaSql, medianFillSql, visibleFillSizes, type WalletScope } from './wallets.ts';
 import { ALPHA_SUM_KEYS, AlphaCatchUp, type AlphaSums } from './alpha-due.ts';
-import { scanStateRows, stateRowsSql, stateRowsWriter, type PositionStateStore } from './state-rows.ts';
+import {
+  STAGED_SLOTS,
+  STAGED_TURNED_HEAVY,
+  STAGED_WHOLE,
+  STATE_SLOT_SQL,
+  scanStateRows,
+  stateRowsSql,
+  stateRowsWriter,
+  type PositionStateStore,
+} from './state-rows.ts';
 
 /** What a state is as of: the venue clock T and the last arrival batch seen. */
 export interface StateMark {
@@ -108,14 +117,14 @@ export interface RefreshReport {
 
 /** The refresh's temporary working tables, dropped when it ends. */
 const REFRESH_WORK_TABLES = ['revalue', 'revalued', 'new_mids', 'late_mids', 'new_legs', 'new_pos', 'restream_pos', 'cont_pos', 'rewritten_pos', 'replaced_pos', 'cont_state', 'cont_legs', 'touched_wallets', 'touched_state', 'streamed_state', 'dirty_pos', 'mark_wallets', 'dirty_legs', 'late_legs', 'late_wallets', 'full_wallets',
-  'scoped_positions', 'scoped_fill_legs', 'scoped_holds', 'scoped_median_fill', 'leg_wallets', 'band_median', 'due_legs', 'alpha_due', 'alpha_only', 'mark_only', 'clusters_before', 'rank_changed', 'metrics_changed', 'day_values', 'day_legs', 'mark_tokens', 'marks_before', 'pnl_moved', 'rewritten_wallets'];
+  'scoped_positions', 'scoped_fill_legs', 'scoped_holds', 'scoped_median_fill', 'leg_wallets', 'band_median', 'due_legs', 'alpha_due', 'alpha_only', 'mark_only', 'clusters_before', 'rank_changed', 'metrics_changed', 'day_values', 'day_legs', 'mark_tokens', 'marks_before', 'pnl_moved', 'rewritten_wallets', 'state_after', 'staged_slots', 'staged_wallets'];
 
 /** alpha_due: a_position_state's key and horizon-sum columns, as the state declares them. */
 const ALPHA_DUE_COLUMNS = POSITION_STATE_COLUMNS.filter((c): c is Extract<(typeof POSITION_STATE_COLUMNS)[number], readonly [keyof AlphaSums, string]> =>
   (ALPHA_SUM_KEYS as readonly string[]).includes(c[0]));
 
 /** Wallets read from the state row store between pauses. */
-const STORE_READ_WALLETS = 256;
+const STORE_READ_WALLETS = 32;
 
 const us = (d: Date) => d.getTime() * 1000;
 const tsUs = (x: number) => `make_timestamp(${Math.round(x)}::BIGINT)`;
@@ -332,7 +341,8 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     if (store) touched = await walletIds(db, 'touched_wallets');
     if (store?.holds(fromVersion)) {
       await db.run(`CREATE OR REPLACE TEMP TABLE touched_state AS SELECT * FROM a_position_state LIMIT 0`);
-      // a few hundred wallets at a time, pausing between: the market makers among them hold thousands of positions each
+      // a few wallets at a time, pausing between: the market makers among them hold thousands of positions each (256 at
+      // a time held the service 225–304 ms at full scale)
       const w = await stateRowsWriter(db, 'touched_state');
       for (let k = 0; k < touched.length; k += STORE_READ_WALLETS) {
         w.append(store.read(touched.subarray(k, k + STORE_READ_WALLETS)));
@@ -469,13 +479,33 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     await sinks.close();
   });
 
-  // --- the touched wallets' state rows as they are now, for the row store (it keeps them once this version commits):
-  // the copy (due horizons folded on) without the positions the stream wrote again, and those it wrote
+  // --- for the row store (it keeps them once this version commits): the touched wallets' state rows as they are now
+  // (the copy, due horizons folded on, without the positions the stream wrote again, and those it wrote); a light
+  // wallet's all, a heavy one's slots holding a position whose row changed (replaced_pos), each slot whole
   if (store) {
     await timed('state_rows', async () => {
-      const rows = await scanStateRows(db, stateRowsSql(`(SELECT * FROM touched_state ANTI JOIN rewritten_pos USING (wallet_id, market_id, outcome_index)
-        UNION ALL SELECT * FROM streamed_state)`));
-      store.stage(fromVersion + 1, touched, rows);
+      const H = store.heavyRows;
+      await db.run(`CREATE OR REPLACE TEMP TABLE state_after AS
+        SELECT * FROM touched_state ANTI JOIN rewritten_pos USING (wallet_id, market_id, outcome_index) UNION ALL SELECT * FROM streamed_state`);
+      await db.run(`CREATE OR REPLACE TEMP TABLE staged_slots AS SELECT DISTINCT wallet_id, ${STATE_SLOT_SQL} AS slot FROM replaced_pos`);
+      await db.run(`CREATE OR REPLACE TEMP TABLE staged_wallets AS SELECT * FROM (
+          SELECT wallet_id, CASE WHEN a.n < ${H} THEN ${STAGED_WHOLE} WHEN coalesce(b.n, 0) < ${H} THEN ${STAGED_TURNED_HEAVY} ELSE ${STAGED_SLOTS} END AS mode
+          FROM (SELECT wallet_id, count(*) AS n FROM state_after GROUP BY ALL) a LEFT JOIN (SELECT wallet_id, count(*) AS n FROM touched_state GROUP BY ALL) b USING (wallet_id))
+        WHERE mode <> ${STAGED_SLOTS} OR wallet_id IN (SELECT wallet_id FROM staged_slots)`);
+      const rows = await scanStateRows(db, stateRowsSql(`(SELECT s.* FROM state_after s JOIN staged_wallets w USING (wallet_id)
+          LEFT JOIN staged_slots c ON c.wallet_id = s.wallet_id AND c.slot = ${STATE_SLOT_SQL.replace('market_id', 's.market_id')}
+        WHERE w.mode <> ${STAGED_SLOTS} OR c.slot IS NOT NULL)`));
+      const wallets: number[] = [];
+      const modes: number[] = [];
+      await db.scan(`SELECT wallet_id, mode FROM staged_wallets ORDER BY wallet_id`, (b) => {
+        const w = b.int('wallet_id');
+        const m = b.int('mode');
+        for (let i = 0; i < b.n; i++) {
+          wallets.push(w[i]!);
+          modes.push(m[i]!);
+        }
+      });
+      store.stage(fromVersion + 1, Int32Array.from(wallets), Uint8Array.from(modes), rows);
     });
   }
 

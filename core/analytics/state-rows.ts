@@ -26,17 +26,39 @@ export interface StateRows {
   nulls: Uint8Array;
 }
 
+/**
+ * A heavy wallet (a market maker: thousands of positions, touched by almost every refresh) keeps its rows in slots by
+ * market, each slot a value of its own, so that a refresh writes again only the slots of the positions it changed;
+ * a lighter wallet keeps all its rows in one value. Rows are ordered by slot within a wallet (stateRowsSql).
+ */
+export const HEAVY_SLOTS = 64;
+/** A wallet with at least this many state rows is heavy (~1% of the wallets at full scale, many of the rows). */
+export const HEAVY_ROWS = 256;
+/** The slot of a heavy wallet's row, 0..HEAVY_SLOTS-1, in SQL. */
+export const STATE_SLOT_SQL = `(market_id & ${HEAVY_SLOTS - 1})`;
+export const slotOfMarket = (marketId: number): number => marketId & (HEAVY_SLOTS - 1);
+
+/** How a staged wallet's rows are given (PositionStateStore.stage). */
+export const STAGED_WHOLE = 0;
+/** a heavy wallet: the rows of the slots its changed positions are in, each slot whole */
+export const STAGED_SLOTS = 1;
+/** a wallet heavy now and light before: all its rows (its single value goes) */
+export const STAGED_TURNED_HEAVY = 2;
+
 /** A copy of a_position_state keyed by wallet (see above). */
 export interface PositionStateStore {
+  /** the row count that makes a wallet heavy (HEAVY_ROWS; tests make it small) */
+  readonly heavyRows: number;
   /** whether it holds a_position_state of this version whole (a refresh from it reads the store) */
   holds(version: number): boolean;
   /** every state row of these wallets (ascending ids), wallet by wallet */
   read(wallets: Int32Array): StateRows;
   /**
-   * Each of `wallets` (ascending ids) has, as of `version`, exactly its rows in `rows` (wallet by wallet; a wallet with
-   * none has none): the store keeps them if, and once, that version commits.
+   * As of `version`, each of `wallets` (ascending ids) has in `rows` (wallet by wallet, in stateRowsSql's order) what
+   * `modes[k]` says: STAGED_WHOLE (a light wallet: all its rows), STAGED_SLOTS (a heavy one: its changed slots whole),
+   * STAGED_TURNED_HEAVY (all its rows). The store keeps them if, and once, that version commits.
    */
-  stage(version: number, wallets: Int32Array, rows: StateRows): void;
+  stage(version: number, wallets: Int32Array, modes: Uint8Array, rows: StateRows): void;
 }
 
 export function emptyStateRows(n = 0): StateRows {
@@ -45,9 +67,10 @@ export function emptyStateRows(n = 0): StateRows {
 
 /**
  * A SELECT of `source`'s state rows as the scan reads them: every column a DOUBLE (NULL as NaN) and two masks of
- * NULLs (bit c of m0 for column c < 31, bit c - 31 of m1 for the others), in `order`.
+ * NULLs (bit c of m0 for column c < 31, bit c - 31 of m1 for the others), in `order` (by default a wallet's rows by
+ * slot, then position: the store's order).
  */
-export function stateRowsSql(source: string, order = 'wallet_id, market_id, outcome_index'): string {
+export function stateRowsSql(source: string, order = `wallet_id, ${STATE_SLOT_SQL}, market_id, outcome_index`): string {
   const value = ([n, t]: readonly [string, string]) =>
     t === 'TIMESTAMP' ? `coalesce(epoch_us(${n})::DOUBLE, 'NaN'::DOUBLE) AS ${n}` : `coalesce(${n}::DOUBLE, 'NaN'::DOUBLE) AS ${n}`;
   const mask = (from: number, to: number) =>

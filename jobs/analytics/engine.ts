@@ -108,9 +108,10 @@ export interface EngineOptions {
   acrossCommit?: <T>(commit: () => Promise<T>) => Promise<T>;
   /**
    * a file for a_position_state by wallet (state-store.ts): refreshes read their touched wallets' state rows from it
-   * instead of scanning the table. Filled in the background after the open (and after any full build); absent: none
+   * instead of scanning the table. Filled in the background after the open (and after any full build); absent: none.
+   * `heavyRows`: the rows that make a wallet keep them in slots (default HEAVY_ROWS; tests make it small)
    */
-  stateStore?: string;
+  stateStore?: string | { path: string; heavyRows?: number };
 }
 
 /** A pause that counts its calls and the time spent in them (the report's `paused` and `pauses`). */
@@ -252,7 +253,8 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     await conn.run(`SET checkpoint_threshold = '${ENGINE_CHECKPOINT_THRESHOLD}'`);
     await engine.checkpoint();
     if (opts.stateStore) {
-      engine.store = SqliteStateStore.open(opts.stateStore);
+      const { path, heavyRows } = typeof opts.stateStore === 'string' ? { path: opts.stateStore, heavyRows: undefined } : opts.stateStore;
+      engine.store = SqliteStateStore.open(path, heavyRows === undefined ? {} : { heavyRows });
       if (!engine.store.holds(engine.current.version)) {
         await engine.store.reset(engine.current.version);
         engine.fillStore();

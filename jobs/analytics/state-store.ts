@@ -1,6 +1,7 @@
 /**
- * a_position_state by wallet in a SQLite file beside the venue database (core/analytics/state-rows.ts says why): one
- * row per wallet, its state rows encoded as one value, and the version of a_position_state it was taken from.
+ * a_position_state by wallet in a SQLite file beside the venue database (core/analytics/state-rows.ts says why): a
+ * light wallet's state rows encoded as one value, a heavy wallet's as one value per slot, each deflated and with the
+ * version of a_position_state it was taken from.
  *
  * Following the analytics engine:
  * - `reset(version)` empties the store and makes it follow from that committed version; `fill` then copies
@@ -21,7 +22,13 @@ import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import Database from 'better-sqlite3';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import {
+  HEAVY_ROWS,
+  HEAVY_SLOTS,
+  STAGED_SLOTS,
+  STAGED_TURNED_HEAVY,
+  STAGED_WHOLE,
   STATE_WIDTH,
+  slotOfMarket,
   decodeWalletRows,
   emptyStateRows,
   encodeWalletRows,
@@ -36,8 +43,14 @@ import { yieldToEventLoop } from '../../core/steps.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { queryRows } from '../../data/duckdb.ts';
 
-/** The store file's layout (2: each wallet's encoded rows deflated); another value empties it. */
-const STORE_FORMAT = 2;
+/** The store file's layout (3: a heavy wallet's rows in slots); another value empties it. */
+const STORE_FORMAT = 3;
+/**
+ * A value's key: its wallet's, times the keys a wallet can have, plus 0 for a light wallet's one value or 1 + slot for
+ * a heavy one's (state-rows.ts). A wallet's values are the key range [key(w, 0), key(w, HEAVY_SLOTS)], in slot order.
+ */
+const KEYS_PER_WALLET = HEAVY_SLOTS + 1;
+const keyOf = (wallet: number, slot: number | null) => wallet * KEYS_PER_WALLET + (slot === null ? 0 : 1 + slot);
 /**
  * A wallet's value: its encoded rows (state-rows.ts) deflated at level 1. At full scale 3.2 times smaller than the
  * rows encoded (17.9 GiB), at ~110 MB/s of deflate and ~430 MB/s of inflate. On this thread, in steps of
@@ -66,12 +79,33 @@ export interface StateStoreStatus {
   filled: boolean;
   /** wallets whose rows it holds */
   wallets: number;
+  /** of which heavy: rows in slots */
+  heavy: number;
 }
 
 interface Staged {
   version: number;
   wallets: Int32Array;
+  modes: Uint8Array;
   rows: StateRows;
+}
+
+/**
+ * The values of a wallet's rows [from, to) (in slot order): one, or (`slots`) one per slot; `replacesSingle`: also
+ * an empty single value (a wallet that turned heavy: a fill slice of an older version must not put its old single
+ * value back beside the slots).
+ */
+function walletValues(rows: StateRows, wallet: number, from: number, to: number, slots: boolean, replacesSingle: boolean): { key: number; from: number; to: number }[] {
+  if (!slots) return [{ key: keyOf(wallet, null), from, to }];
+  const out = replacesSingle ? [{ key: keyOf(wallet, null), from, to: from }] : [];
+  for (let i = from; i < to; ) {
+    const slot = slotOfMarket(rows.values[i * STATE_WIDTH + 1]!);
+    let j = i + 1;
+    while (j < to && slotOfMarket(rows.values[j * STATE_WIDTH + 1]!) === slot) j++;
+    out.push({ key: keyOf(wallet, slot), from: i, to: j });
+    i = j;
+  }
+  return out;
 }
 
 export class SqliteStateStore implements PositionStateStore {
@@ -84,11 +118,14 @@ export class SqliteStateStore implements PositionStateStore {
   /** the store's writes, one at a time (a fill slice never lands inside a kept version's transaction) */
   private writing: Promise<unknown> = Promise.resolve();
 
-  private constructor(private readonly path: string) {}
+  private constructor(
+    private readonly path: string,
+    readonly heavyRows: number,
+  ) {}
 
   /** Open the store at `path` (created empty when absent, unreadable or of another format). */
-  static open(path: string): SqliteStateStore {
-    const store = new SqliteStateStore(path);
+  static open(path: string, opts: { heavyRows?: number } = {}): SqliteStateStore {
+    const store = new SqliteStateStore(path, opts.heavyRows ?? HEAVY_ROWS);
     try {
       store.connect();
       const meta = store.db.prepare(`SELECT format, applied, filled FROM store_meta`).get() as { format: number; applied: number; filled: number } | undefined;
@@ -116,7 +153,7 @@ export class SqliteStateStore implements PositionStateStore {
     // in memory, not off: better-sqlite3's defensive mode refuses 'OFF' (and keeps the rollback journal on disk)
     this.db.pragma('journal_mode = MEMORY');
     this.db.pragma('synchronous = OFF');
-    this.db.exec(`CREATE TABLE state_rows (wallet_id INTEGER PRIMARY KEY, version INTEGER NOT NULL, rows BLOB NOT NULL);
+    this.db.exec(`CREATE TABLE state_rows (key INTEGER PRIMARY KEY, version INTEGER NOT NULL, rows BLOB NOT NULL);
       CREATE TABLE store_meta (format INTEGER NOT NULL, applied INTEGER NOT NULL, filled INTEGER NOT NULL)`);
     this.db.prepare(`INSERT INTO store_meta VALUES (?, ?, 0)`).run(STORE_FORMAT, version);
     this.applied = version;
@@ -124,8 +161,8 @@ export class SqliteStateStore implements PositionStateStore {
   }
 
   status(): StateStoreStatus {
-    const wallets = (this.db.prepare(`SELECT count(*) AS n FROM state_rows`).get() as { n: number }).n;
-    return { applied: this.applied, filled: this.filled, wallets };
+    const c = this.db.prepare(`SELECT count(DISTINCT key / ${KEYS_PER_WALLET}) AS n, count(DISTINCT key / ${KEYS_PER_WALLET}) FILTER (WHERE key % ${KEYS_PER_WALLET} <> 0) AS heavy FROM state_rows`).get() as { n: number; heavy: number };
+    return { applied: this.applied, filled: this.filled, wallets: c.n, heavy: c.heavy };
   }
 
   holds(version: number): boolean {
@@ -133,24 +170,26 @@ export class SqliteStateStore implements PositionStateStore {
   }
 
   read(wallets: Int32Array): StateRows {
-    const get = this.db.prepare(`SELECT rows FROM state_rows WHERE wallet_id = ?`).pluck();
-    const bytes: (Uint8Array | undefined)[] = new Array(wallets.length);
+    const get = this.db.prepare(`SELECT rows FROM state_rows WHERE key BETWEEN ? AND ? ORDER BY key`).pluck();
+    const values: { wallet: number; bytes: Uint8Array }[] = [];
     let n = 0;
     for (let k = 0; k < wallets.length; k++) {
-      const packed = get.get(wallets[k]) as Uint8Array | undefined;
-      const b = packed ? inflateRawSync(packed) : undefined;
-      bytes[k] = b;
-      if (b) n += walletRowCount(b);
+      for (const packed of get.all(keyOf(wallets[k]!, null), keyOf(wallets[k]!, HEAVY_SLOTS - 1)) as Uint8Array[]) {
+        const bytes = inflateRawSync(packed);
+        values.push({ wallet: wallets[k]!, bytes });
+        n += walletRowCount(bytes);
+      }
     }
     const out = emptyStateRows(n);
     let at = 0;
-    for (let k = 0; k < wallets.length; k++) if (bytes[k]) at += decodeWalletRows(wallets[k]!, bytes[k]!, out, at);
+    for (const v of values) at += decodeWalletRows(v.wallet, v.bytes, out, at);
     return out;
   }
 
-  stage(version: number, wallets: Int32Array, rows: StateRows): void {
+  stage(version: number, wallets: Int32Array, modes: Uint8Array, rows: StateRows): void {
     walletRuns(wallets, rows); // throws unless the rows are the wallets', in their order
-    this.staged = { version, wallets, rows };
+    if (modes.length !== wallets.length || modes.some((m) => m !== STAGED_WHOLE && m !== STAGED_SLOTS && m !== STAGED_TURNED_HEAVY)) throw new Error('state rows: a mode per wallet');
+    this.staged = { version, wallets, modes, rows };
   }
 
   /** The version staged did not commit. */
@@ -178,14 +217,15 @@ export class SqliteStateStore implements PositionStateStore {
     }
     try {
       const at = walletRuns(staged.wallets, staged.rows);
-      const values = await packRuns(staged.rows, Array.from(staged.wallets, (_, k) => [at[k]!, at[k + 1]!] as const), pause);
+      const parts = Array.from(staged.wallets, (w, k) => walletValues(staged.rows, w, at[k]!, at[k + 1]!, staged.modes[k] !== STAGED_WHOLE, staged.modes[k] === STAGED_TURNED_HEAVY)).flat();
+      const values = await packRuns(staged.rows, parts.map((p) => [p.from, p.to] as const), pause);
       await this.serial(async () => {
         const put = this.upsert();
         this.db.exec('BEGIN');
         try {
-          // a pause every PACK_STEP_WALLETS: an upsert reads its wallet's page first, from the disk when not cached
-          for (let k = 0; k < staged.wallets.length; k++) {
-            put.run(staged.wallets[k], version, values[k]);
+          // a pause every PACK_STEP_WALLETS: an upsert reads its value's page first, from the disk when not cached
+          for (let k = 0; k < parts.length; k++) {
+            put.run(parts[k]!.key, version, values[k]);
             if (k % PACK_STEP_WALLETS === PACK_STEP_WALLETS - 1) await pause();
           }
           this.db.prepare(`UPDATE store_meta SET applied = ?`).run(version);
@@ -229,22 +269,20 @@ export class SqliteStateStore implements PositionStateStore {
       } finally {
         await conn.run('COMMIT');
       }
-      // the slice's wallets, each a run of rows
-      const wallets: number[] = [];
-      const runs: [number, number][] = [];
+      // the slice's wallets, each a run of rows: one value, or a heavy wallet's slots
+      const parts: { key: number; from: number; to: number }[] = [];
       for (let i = 0; i < rows.n; ) {
         const w = rows.values[i * STATE_WIDTH]!;
         let j = i + 1;
         while (j < rows.n && rows.values[j * STATE_WIDTH] === w) j++;
-        wallets.push(w);
-        runs.push([i, j]);
+        parts.push(...walletValues(rows, w, i, j, j - i >= this.heavyRows, false));
         i = j;
       }
-      const values = await packRuns(rows, runs, pause);
+      const values = await packRuns(rows, parts.map((p) => [p.from, p.to] as const), pause);
       await this.serial(async () => {
         if (!current()) return;
         const put = this.upsert();
-        this.db.transaction(() => wallets.forEach((w, k) => put.run(w, version, values[k])))();
+        this.db.transaction(() => parts.forEach((p, k) => put.run(p.key, version, values[k])))();
       });
       await pause();
     }
@@ -258,10 +296,10 @@ export class SqliteStateStore implements PositionStateStore {
     });
   }
 
-  /** A wallet's rows at a version, unless the store has them from a later one. */
+  /** A value at a version, unless the store has it from a later one. */
   private upsert(): Database.Statement {
-    return this.db.prepare(`INSERT INTO state_rows (wallet_id, version, rows) VALUES (?, ?, ?)
-      ON CONFLICT (wallet_id) DO UPDATE SET version = excluded.version, rows = excluded.rows WHERE excluded.version >= state_rows.version`);
+    return this.db.prepare(`INSERT INTO state_rows (key, version, rows) VALUES (?, ?, ?)
+      ON CONFLICT (key) DO UPDATE SET version = excluded.version, rows = excluded.rows WHERE excluded.version >= state_rows.version`);
   }
 
   private serial<T>(f: () => Promise<T>): Promise<T> {

@@ -43,6 +43,9 @@ let storeReads = 0;
 const storeDir = mkdtempSync(join(tmpdir(), 'state-rows-'));
 afterAll(() => rmSync(storeDir, { recursive: true, force: true }));
 let storeRuns = 0;
+// wallets with this many positions keep their rows in slots (the test venue's busy wallets turn heavy); how many did
+let heavyStored = 0;
+const STORE_HEAVY_ROWS = 3;
 
 /**
  * `withStore`: the refreshes follow a row store of a_position_state (jobs/analytics/state-store.ts), filled after the
@@ -65,7 +68,7 @@ async function run(batches: Batch[], restartAt: number, withStore = false): Prom
     let mark: StateMark = { asOf: T0, watermark: built.watermark };
     const version = async () => Number((await db.all<{ v: number }>(`SELECT version AS v FROM a_meta`))[0]!.v);
     if (withStore) {
-      store = SqliteStateStore.open(storePath);
+      store = SqliteStateStore.open(storePath, { heavyRows: STORE_HEAVY_ROWS });
       await store.reset(await version());
       expect(await store.fill(conn, { sliceWallets: 2 })).toBe(true);
     }
@@ -77,7 +80,7 @@ async function run(batches: Batch[], restartAt: number, withStore = false): Prom
         ranker = undefined;
         if (store) {
           await store.close();
-          store = SqliteStateStore.open(storePath);
+          store = SqliteStateStore.open(storePath, { heavyRows: STORE_HEAVY_ROWS });
         }
       }
       const to: StateMark = { asOf: new Date(START + b.asOf), watermark: await venueWatermark(db) };
@@ -117,6 +120,7 @@ async function run(batches: Batch[], restartAt: number, withStore = false): Prom
       expect(store.holds(await version())).toBe(true);
       const held = store.read(ids);
       expect([held.n, [...held.values], [...held.nulls]]).toEqual([table.n, [...table.values], [...table.nulls]]);
+      heavyStored += store.status().heavy;
     }
     const got = await tableRows(conn, 'memory');
     await copyVenue(conn, 'memory', 'rebuilt');
@@ -174,5 +178,6 @@ describe('a refreshed state equals a rebuild', () => {
     expect(markOnlyWallets).toBeGreaterThan(0);
     expect(droppedBands).toBeGreaterThan(0);
     expect(storeReads).toBeGreaterThan(0);
+    expect(heavyStored).toBeGreaterThan(0);
   }, 600_000);
 });
