@@ -39,7 +39,7 @@ import {
   type PositionStateStore,
   type StateRows,
 } from '../../core/analytics/state-rows.ts';
-import { yieldToEventLoop } from '../../core/steps.ts';
+import { slicedPause, yieldToEventLoop } from '../../core/steps.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { queryRows } from '../../data/duckdb.ts';
 
@@ -53,19 +53,24 @@ const KEYS_PER_WALLET = HEAVY_SLOTS + 1;
 const keyOf = (wallet: number, slot: number | null) => wallet * KEYS_PER_WALLET + (slot === null ? 0 : 1 + slot);
 /**
  * A wallet's value: its encoded rows (state-rows.ts) deflated at level 1. At full scale 3.2 times smaller than the
- * rows encoded (17.9 GiB), at ~110 MB/s of deflate and ~430 MB/s of inflate. On this thread, in steps of
- * PACK_STEP_WALLETS with a pause between: on libuv's threads (zlib's async calls) a slice of 4,000 wallets took
- * 580–700 ms against 200 ms here, a call's hand-over costing more than its deflate.
+ * rows encoded (17.9 GiB), at ~110 MB/s of deflate and ~430 MB/s of inflate. On this thread, pausing every
+ * STEP_MS: on libuv's threads (zlib's async calls) a slice of 4,000 wallets took 580–700 ms against 200 ms here, a
+ * call's hand-over costing more than its deflate.
  */
 const pack = (rows: StateRows, from: number, to: number): Buffer => deflateRawSync(encodeWalletRows(rows, from, to), { level: 1 });
-const PACK_STEP_WALLETS = 500;
+/**
+ * The store's work on this thread between pauses (deflating, writing values): 500 values between pauses held the
+ * service 200–400 ms at full scale (a market maker's value, or a page read from the disk, costs many light ones).
+ */
+const STEP_MS = 15;
 
-/** Each run's value (runs[k] = [first row, end row) of one wallet), `PACK_STEP_WALLETS` at a time with a pause between. */
+/** Each run's value (runs[k] = [first row, end row) of one wallet or slot), pausing every STEP_MS. */
 async function packRuns(rows: StateRows, runs: readonly (readonly [number, number])[], pause: () => Promise<void>): Promise<Buffer[]> {
   const out: Buffer[] = [];
+  const step = slicedPause(pause, STEP_MS);
   for (let k = 0; k < runs.length; k++) {
     out.push(pack(rows, runs[k]![0], runs[k]![1]));
-    if (k % PACK_STEP_WALLETS === PACK_STEP_WALLETS - 1) await pause();
+    await step();
   }
   return out;
 }
@@ -223,10 +228,11 @@ export class SqliteStateStore implements PositionStateStore {
         const put = this.upsert();
         this.db.exec('BEGIN');
         try {
-          // a pause every PACK_STEP_WALLETS: an upsert reads its value's page first, from the disk when not cached
+          // pausing every STEP_MS: an upsert reads its value's page first, from the disk when not cached
+          const step = slicedPause(pause, STEP_MS);
           for (let k = 0; k < parts.length; k++) {
             put.run(parts[k]!.key, version, values[k]);
-            if (k % PACK_STEP_WALLETS === PACK_STEP_WALLETS - 1) await pause();
+            await step();
           }
           this.db.prepare(`UPDATE store_meta SET applied = ?`).run(version);
           this.db.exec('COMMIT');
