@@ -39,7 +39,7 @@ import { tsLiteral } from '../core/query.ts';
 import { persisted } from '../jobs/analytics/engine.ts';
 import { metricOrdersOffThread } from '../jobs/analytics/rank-orders.ts';
 import { BoardWorker } from '../jobs/analytics/board-worker.ts';
-import { SqliteStateStore } from '../jobs/analytics/state-store.ts';
+import { SqliteStateStore, stateStamp } from '../jobs/analytics/state-store.ts';
 import { statSync } from 'node:fs';
 import { LIVE_VENUE_ARGS, liveVenue } from './live-venue-args.ts';
 
@@ -103,9 +103,9 @@ let store: SqliteStateStore | null = null;
 if (a['state-store'] === 'on') {
   const storePath = `${dbPath}.state-rows.sqlite`;
   store = SqliteStateStore.open(storePath);
-  if (!store.holds(state.version)) {
+  if (!store.holds(await stateStamp(conn))) {
     t = performance.now();
-    await store.reset(state.version);
+    await store.reset(await stateStamp(conn));
     const side = await instance.connect();
     await store.fill(side);
     side.closeSync();
@@ -215,7 +215,7 @@ for (let run = 0; run < a.runs; run++) {
   let storeSeconds = 0;
   if (store && a.commit) {
     const t1 = performance.now();
-    await store.committed(state.version + 1);
+    await store.committed(await stateStamp(conn));
     storeSeconds = (performance.now() - t1) / 1000;
   } else store?.discard();
   const stepName = (i: number) => steps[i]?.[0] ?? 'after';

@@ -37,7 +37,7 @@ import { loadRankColumns } from '../rank-columns.ts';
 import { loadRankingEngine, stepBoardScoring, writeBoards, type BoardScoring, type OrdersOf } from '../ranking-boards.ts';
 import type { RankingEngine } from '../ranking-engine.ts';
 import type { PresetHeads } from '../preset-rankings.ts';
-import { drainPausing, yieldToEventLoop } from '../steps.ts';
+import { drainPausing, slicedPause, yieldToEventLoop } from '../steps.ts';
 import { patchSteps, type PatchFigures } from '../ranking-patch.ts';
 import { sharpCutoffSteps } from '../tags.ts';
 import { roundedSql, tsLiteral, type AsOf, type ColumnarRunner } from '../query.ts';
@@ -69,6 +69,7 @@ import {
   STAGED_TURNED_HEAVY,
   STAGED_WHOLE,
   STATE_SLOT_SQL,
+  STATE_STAMP_SQL,
   scanStateRows,
   stateRowsSql,
   stateRowsWriter,
@@ -123,8 +124,9 @@ const REFRESH_WORK_TABLES = ['revalue', 'revalued', 'new_mids', 'late_mids', 'ne
 const ALPHA_DUE_COLUMNS = POSITION_STATE_COLUMNS.filter((c): c is Extract<(typeof POSITION_STATE_COLUMNS)[number], readonly [keyof AlphaSums, string]> =>
   (ALPHA_SUM_KEYS as readonly string[]).includes(c[0]));
 
-/** Wallets read from the state row store between pauses. */
-const STORE_READ_WALLETS = 32;
+/** Wallets read from the state row store at a time; a pause once 15 ms of reading ran (STORE_READ_SLICE_MS). */
+const STORE_READ_WALLETS = 8;
+const STORE_READ_SLICE_MS = 15;
 
 const us = (d: Date) => d.getTime() * 1000;
 const tsUs = (x: number) => `make_timestamp(${Math.round(x)}::BIGINT)`;
@@ -223,8 +225,9 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
   const d1New = riskWindow(us(to.asOf), riskDays).d1;
 
   // the sharp cutoff of the `from` state (NULL: none): wallets between it and the new one change their tag
-  const [before] = await db.all<{ c: number | null; v: number }>(`SELECT sharp_min_deviate AS c, version AS v FROM a_meta`);
-  const fromVersion = Number(before?.v);
+  const [before] = await db.all<{ c: number | null }>(`SELECT sharp_min_deviate AS c FROM a_meta`);
+  const [stamp] = await db.all<{ version: number; built_at_us: number }>(STATE_STAMP_SQL);
+  const fromVersion = Number(stamp?.version);
   const store = opts.stateStore;
   let stateRows: RefreshReport['state_rows'] = 'table';
   // the wallets whose state rows this refresh reads (and may write), ascending: read when there is a store
@@ -339,18 +342,27 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     await db.run(`CREATE OR REPLACE TEMP TABLE touched_wallets AS
         SELECT wallet_id FROM new_pos UNION SELECT wallet_id FROM restream_pos UNION SELECT wallet_id FROM due_legs`);
     if (store) touched = await walletIds(db, 'touched_wallets');
-    if (store?.holds(fromVersion)) {
+    if (store?.holds({ version: fromVersion, builtAtUs: Number(stamp?.built_at_us) })) {
       await db.run(`CREATE OR REPLACE TEMP TABLE touched_state AS SELECT * FROM a_position_state LIMIT 0`);
-      // a few wallets at a time, pausing between: the market makers among them hold thousands of positions each (256 at
-      // a time held the service 225–304 ms at full scale)
+      // a few wallets at a time, pausing every 15 ms: the market makers among them hold thousands of positions each
+      // (256 wallets between pauses held the service 225–304 ms at full scale, 32 wallets up to ~220 ms)
       const w = await stateRowsWriter(db, 'touched_state');
-      for (let k = 0; k < touched.length; k += STORE_READ_WALLETS) {
-        w.append(store.read(touched.subarray(k, k + STORE_READ_WALLETS)));
-        await pause();
+      const step = slicedPause(pause, STORE_READ_SLICE_MS);
+      try {
+        for (let k = 0; k < touched.length; k += STORE_READ_WALLETS) {
+          w.append(store.read(touched.subarray(k, k + STORE_READ_WALLETS)));
+          await w.ready();
+          await step();
+        }
+        stateRows = 'store';
+      } catch (e) {
+        // a value that does not decode: the store is filled again, this refresh reads the table
+        store.readFailed(e as Error);
+      } finally {
+        await w.close();
       }
-      await w.close();
-      stateRows = 'store';
-    } else {
+    }
+    if (stateRows === 'table') {
       await db.run(`CREATE OR REPLACE TEMP TABLE touched_state AS SELECT * FROM a_position_state WHERE wallet_id IN (SELECT wallet_id FROM touched_wallets)`);
     }
     // a position with new legs continues when they all come after its last streamed leg (then a restream would read

@@ -45,12 +45,26 @@ export const STAGED_SLOTS = 1;
 /** a wallet heavy now and light before: all its rows (its single value goes) */
 export const STAGED_TURNED_HEAVY = 2;
 
+/**
+ * Which committed state a store holds: a_meta's version and built_at (µs). The version alone does not say: a full
+ * build starts again at version 1.
+ */
+export interface StateStamp {
+  version: number;
+  builtAtUs: number;
+}
+
+/** SQL reading a_meta's StateStamp (columns version, built_at_us). */
+export const STATE_STAMP_SQL = `SELECT version, epoch_us(built_at)::DOUBLE AS built_at_us FROM a_meta`;
+
 /** A copy of a_position_state keyed by wallet (see above). */
 export interface PositionStateStore {
   /** the row count that makes a wallet heavy (HEAVY_ROWS; tests make it small) */
   readonly heavyRows: number;
-  /** whether it holds a_position_state of this version whole (a refresh from it reads the store) */
-  holds(version: number): boolean;
+  /** whether it holds a_position_state of this committed state whole (a refresh from it reads the store) */
+  holds(stamp: StateStamp): boolean;
+  /** a read failed (a value that does not decode): the store no longer holds anything until filled again */
+  readFailed(error: Error): void;
   /** every state row of these wallets (ascending ids), wallet by wallet */
   read(wallets: Int32Array): StateRows;
   /**
@@ -118,11 +132,18 @@ export function concatStateRows(parts: readonly StateRows[], n = parts.reduce((s
 }
 
 /** Append state rows to `table` (a_position_state's columns), in parts: each part's rows as they come, then close. */
-export async function stateRowsWriter(db: Pick<ColumnarRunner, 'writer'>, table: string): Promise<{ append(rows: StateRows): void; close(): Promise<void> }> {
+export async function stateRowsWriter(
+  db: Pick<ColumnarRunner, 'writer'>,
+  table: string,
+): Promise<{ append(rows: StateRows): void; ready(): Promise<void>; close(): Promise<void> }> {
   const w = await db.writer(table, POSITION_STATE_COLUMNS.map(([name, type]) => ({ name, type })));
   return {
     append(rows) {
       for (let i = 0; i < rows.n; i++) w.row(rows.values.subarray(i * STATE_WIDTH, (i + 1) * STATE_WIDTH), rows.nulls.subarray(i * STATE_WIDTH, (i + 1) * STATE_WIDTH));
+    },
+    // once the rows queued for the database are few enough to append more
+    ready: async () => {
+      await w.ready?.();
     },
     close: () => w.close(),
   };

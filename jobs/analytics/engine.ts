@@ -31,7 +31,7 @@ import type { QueryRunner } from '../../core/query.ts';
 import { queryRows, sqlString } from '../../data/duckdb.ts';
 import { metricOrdersOffThread } from './rank-orders.ts';
 import { BoardWorker } from './board-worker.ts';
-import { SqliteStateStore, type StateStoreStatus } from './state-store.ts';
+import { SqliteStateStore, stateStamp, type StateStoreStatus } from './state-store.ts';
 import { slicedPause, yieldToEventLoop } from '../../core/steps.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { readersFirstPause, type SnapshotRunner } from '../../data/snapshot-runner.ts';
@@ -254,10 +254,17 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     await engine.checkpoint();
     if (opts.stateStore) {
       const { path, heavyRows } = typeof opts.stateStore === 'string' ? { path: opts.stateStore, heavyRows: undefined } : opts.stateStore;
-      engine.store = SqliteStateStore.open(path, heavyRows === undefined ? {} : { heavyRows });
-      if (!engine.store.holds(engine.current.version)) {
-        await engine.store.reset(engine.current.version);
-        engine.fillStore();
+      // an optional cache: if it cannot be opened, refreshes read the table
+      try {
+        engine.store = SqliteStateStore.open(path, heavyRows === undefined ? {} : { heavyRows });
+        const stamp = await stateStamp(conn);
+        if (!engine.store.holds(stamp)) {
+          await engine.store.reset(stamp);
+          engine.fillStore();
+        }
+      } catch (e) {
+        engine.log(`analytics: no state rows by wallet (refreshes read the table): ${(e as Error).message}`);
+        engine.store = null;
       }
     }
     return engine;
@@ -354,8 +361,13 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     if (seconds !== null) report.seconds.checkpoint = seconds;
     if (this.store) {
       const t = performance.now();
-      // a version committed without its rows staged (a full build) empties the store: filled again meanwhile
-      if ((await this.store.committed(this.current.version, this.pause)) === 'reset') this.fillStore();
+      // a version committed without its rows staged (a full build) empties the store: filled again meanwhile. The
+      // version is published whatever happens here (the store is a cache: a failure costs it, not the refresh)
+      try {
+        if ((await this.store.committed(await stateStamp(this.conn), this.pause)) === 'reset') this.fillStore();
+      } catch (e) {
+        this.log(`analytics: state rows by wallet not kept: ${(e as Error).message}`);
+      }
       report.seconds.state_store = Number(((performance.now() - t) / 1000).toFixed(3));
       this.opts.onRefreshStep?.('state_store', report.seconds.state_store);
     }
@@ -447,7 +459,10 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     return this.store ? { ...this.store.status(), filling: this.filling !== null } : null;
   }
 
-  /** Resolves once the row store holds the committed state (at once without a store). */
+  /**
+   * Resolves once no fill of the row store runs (filled, failed or stopped: stateStore() says which; at once without a
+   * store).
+   */
   async stateStoreFilled(): Promise<void> {
     while (this.filling) await this.filling;
   }

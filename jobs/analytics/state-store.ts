@@ -27,6 +27,7 @@ import {
   STAGED_SLOTS,
   STAGED_TURNED_HEAVY,
   STAGED_WHOLE,
+  STATE_STAMP_SQL,
   STATE_WIDTH,
   slotOfMarket,
   decodeWalletRows,
@@ -38,16 +39,19 @@ import {
   walletRuns,
   type PositionStateStore,
   type StateRows,
+  type StateStamp,
 } from '../../core/analytics/state-rows.ts';
 import { slicedPause, yieldToEventLoop } from '../../core/steps.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { queryRows } from '../../data/duckdb.ts';
+import { POSITION_STATE_COLUMNS } from '../../core/analytics/positions.ts';
 
-/** The store file's layout (3: a heavy wallet's rows in slots); another value empties it. */
+/** The store file's layout (3: a heavy wallet's rows in slots); with the columns and the slot rules, another value empties it. */
 const STORE_FORMAT = 3;
 /**
  * A value's key: its wallet's, times the keys a wallet can have, plus 0 for a light wallet's one value or 1 + slot for
- * a heavy one's (state-rows.ts). A wallet's values are the key range [key(w, 0), key(w, HEAVY_SLOTS)], in slot order.
+ * a heavy one's (state-rows.ts). A wallet's values are the keys keyOf(w, null) .. keyOf(w, HEAVY_SLOTS - 1), in slot
+ * order.
  */
 const KEYS_PER_WALLET = HEAVY_SLOTS + 1;
 const keyOf = (wallet: number, slot: number | null) => wallet * KEYS_PER_WALLET + (slot === null ? 0 : 1 + slot);
@@ -80,6 +84,8 @@ export const FILL_SLICE_WALLETS = 4_000;
 export interface StateStoreStatus {
   /** the version it follows from (kept or reset at) */
   applied: number;
+  /** that version's a_meta.built_at (µs) */
+  appliedAtUs: number;
   /** every wallet's rows are in (it holds `applied`) */
   filled: boolean;
   /** wallets whose rows it holds */
@@ -113,11 +119,22 @@ function walletValues(rows: StateRows, wallet: number, from: number, to: number,
   return out;
 }
 
+/** The committed state a connection reads (a_meta's stamp). */
+export async function stateStamp(conn: DuckDBConnection): Promise<StateStamp> {
+  const [m] = await queryRows<{ version: number; built_at_us: number }>(conn, STATE_STAMP_SQL);
+  return { version: Number(m!.version), builtAtUs: Number(m!.built_at_us) };
+}
+
 export class SqliteStateStore implements PositionStateStore {
   private db!: Database.Database;
   private applied = 0;
+  private appliedAtUs = 0;
   private filled = false;
+  /** what the file must have been written with: else it is emptied (another layout, or another heavy threshold) */
+  private readonly layout: string;
   private staged: Staged | null = null;
+  /** a read failed: emptied at the next commit */
+  private broken = false;
   /** bumped by reset: a fill of an earlier generation stops */
   private generation = 0;
   /** the store's writes, one at a time (a fill slice never lands inside a kept version's transaction) */
@@ -126,21 +143,26 @@ export class SqliteStateStore implements PositionStateStore {
   private constructor(
     private readonly path: string,
     readonly heavyRows: number,
-  ) {}
+  ) {
+    this.layout = JSON.stringify({ format: STORE_FORMAT, columns: POSITION_STATE_COLUMNS, slots: HEAVY_SLOTS, heavyRows });
+  }
 
   /** Open the store at `path` (created empty when absent, unreadable or of another format). */
   static open(path: string, opts: { heavyRows?: number } = {}): SqliteStateStore {
     const store = new SqliteStateStore(path, opts.heavyRows ?? HEAVY_ROWS);
     try {
       store.connect();
-      const meta = store.db.prepare(`SELECT format, applied, filled FROM store_meta`).get() as { format: number; applied: number; filled: number } | undefined;
-      if (!meta || meta.format !== STORE_FORMAT) throw new Error('another format');
+      const meta = store.db.prepare(`SELECT layout, applied, applied_at_us, filled FROM store_meta`).get() as
+        | { layout: string; applied: number; applied_at_us: number; filled: number }
+        | undefined;
+      if (!meta || meta.layout !== store.layout) throw new Error('another layout');
       store.applied = meta.applied;
+      store.appliedAtUs = meta.applied_at_us;
       store.filled = meta.filled === 1;
       // (a filled store's file is in WAL mode; the sync level is the connection's)
       if (store.filled) store.db.pragma('synchronous = NORMAL');
     } catch {
-      store.recreate(0);
+      store.recreate({ version: 0, builtAtUs: 0 });
     }
     return store;
   }
@@ -150,8 +172,8 @@ export class SqliteStateStore implements PositionStateStore {
     this.db.pragma('page_size = 16384');
   }
 
-  /** Remove the file and start an empty one following `version` (its journal in memory until filled). */
-  private recreate(version: number): void {
+  /** Remove the file and start an empty one following `stamp` (its journal in memory until filled). */
+  private recreate(stamp: StateStamp): void {
     this.db?.close();
     for (const f of [this.path, `${this.path}-wal`, `${this.path}-shm`, `${this.path}-journal`]) if (existsSync(f)) rmSync(f);
     this.connect();
@@ -159,19 +181,26 @@ export class SqliteStateStore implements PositionStateStore {
     this.db.pragma('journal_mode = MEMORY');
     this.db.pragma('synchronous = OFF');
     this.db.exec(`CREATE TABLE state_rows (key INTEGER PRIMARY KEY, version INTEGER NOT NULL, rows BLOB NOT NULL);
-      CREATE TABLE store_meta (format INTEGER NOT NULL, applied INTEGER NOT NULL, filled INTEGER NOT NULL)`);
-    this.db.prepare(`INSERT INTO store_meta VALUES (?, ?, 0)`).run(STORE_FORMAT, version);
-    this.applied = version;
+      CREATE TABLE store_meta (layout TEXT NOT NULL, applied INTEGER NOT NULL, applied_at_us INTEGER NOT NULL, filled INTEGER NOT NULL)`);
+    this.db.prepare(`INSERT INTO store_meta VALUES (?, ?, ?, 0)`).run(this.layout, stamp.version, stamp.builtAtUs);
+    this.applied = stamp.version;
+    this.appliedAtUs = stamp.builtAtUs;
     this.filled = false;
   }
 
   status(): StateStoreStatus {
     const c = this.db.prepare(`SELECT count(DISTINCT key / ${KEYS_PER_WALLET}) AS n, count(DISTINCT key / ${KEYS_PER_WALLET}) FILTER (WHERE key % ${KEYS_PER_WALLET} <> 0) AS heavy FROM state_rows`).get() as { n: number; heavy: number };
-    return { applied: this.applied, filled: this.filled, wallets: c.n, heavy: c.heavy };
+    return { applied: this.applied, appliedAtUs: this.appliedAtUs, filled: this.filled, wallets: c.n, heavy: c.heavy };
   }
 
-  holds(version: number): boolean {
-    return this.filled && this.applied === version;
+  holds(stamp: StateStamp): boolean {
+    return this.filled && this.applied === stamp.version && this.appliedAtUs === stamp.builtAtUs;
+  }
+
+  /** Until it is filled again it holds nothing, and the next version committed empties it (committed answers 'reset'). */
+  readFailed(): void {
+    this.filled = false;
+    this.broken = true;
   }
 
   read(wallets: Int32Array): StateRows {
@@ -202,22 +231,24 @@ export class SqliteStateStore implements PositionStateStore {
     this.staged = null;
   }
 
-  /** Empty the store; it follows from the committed `version` (fill it next). */
-  reset(version: number): Promise<void> {
+  /** Empty the store; it follows from the committed state `stamp` (fill it next). */
+  reset(stamp: StateStamp): Promise<void> {
     this.generation++;
     this.staged = null;
-    return this.serial(async () => this.recreate(version));
+    this.broken = false;
+    return this.serial(async () => this.recreate(stamp));
   }
 
   /**
    * `version` committed: keep what its refresh staged when the store followed the version before it, and answer
    * 'kept'; otherwise reset the store at it and answer 'reset' (fill it next).
    */
-  async committed(version: number, pause: () => Promise<void> = yieldToEventLoop): Promise<'kept' | 'reset'> {
+  async committed(stamp: StateStamp, pause: () => Promise<void> = yieldToEventLoop): Promise<'kept' | 'reset'> {
+    const version = stamp.version;
     const staged = this.staged;
     this.staged = null;
-    if (!staged || staged.version !== version || this.applied !== version - 1) {
-      await this.reset(version);
+    if (!staged || staged.version !== version || this.applied !== version - 1 || this.broken) {
+      await this.reset(stamp);
       return 'reset';
     }
     try {
@@ -234,18 +265,19 @@ export class SqliteStateStore implements PositionStateStore {
             put.run(parts[k]!.key, version, values[k]);
             await step();
           }
-          this.db.prepare(`UPDATE store_meta SET applied = ?`).run(version);
+          this.db.prepare(`UPDATE store_meta SET applied = ?, applied_at_us = ?`).run(version, stamp.builtAtUs);
           this.db.exec('COMMIT');
         } catch (e) {
           if (this.db.inTransaction) this.db.exec('ROLLBACK');
           throw e;
         }
         this.applied = version;
+        this.appliedAtUs = stamp.builtAtUs;
       });
       return 'kept';
     } catch {
       // whatever failed, the store no longer follows: emptied, to be filled again
-      await this.reset(version);
+      await this.reset(stamp);
       return 'reset';
     }
   }
@@ -294,6 +326,9 @@ export class SqliteStateStore implements PositionStateStore {
     }
     return this.serial(async () => {
       if (!current()) return false;
+      // synced before it says 'filled': the slices were written unsynced, and a power loss must not leave a store that
+      // says it is filled over pages that never reached the disk (this commit syncs the whole file first)
+      this.db.pragma('synchronous = FULL');
       this.db.prepare(`UPDATE store_meta SET filled = 1`).run();
       this.db.pragma('journal_mode = WAL');
       this.db.pragma('synchronous = NORMAL');

@@ -22,7 +22,7 @@ import { duckRunner } from '../../data/runner.ts';
 import { createVenueViews } from '../../data/schema.ts';
 import { tsLiteral } from '../../core/query.ts';
 import { bandViolations } from '../helpers/fill-band.ts';
-import { SqliteStateStore } from '../../jobs/analytics/state-store.ts';
+import { SqliteStateStore, stateStamp } from '../../jobs/analytics/state-store.ts';
 import { STATE_WIDTH, scanStateRows, stateRowsSql } from '../../core/analytics/state-rows.ts';
 import { DAY, HOUR, START, busyWallet, type Batch, compareStates, copyVenue, createLiveVenue, streamArb, tableRows, writeBatch } from '../helpers/live-venue.ts';
 
@@ -66,7 +66,8 @@ async function run(batches: Batch[], restartAt: number, withStore = false): Prom
     // the ranking engine goes from one refresh to the next (patched), as in the service
     let ranker = built.ranker;
     let mark: StateMark = { asOf: T0, watermark: built.watermark };
-    const version = async () => Number((await db.all<{ v: number }>(`SELECT version AS v FROM a_meta`))[0]!.v);
+    // the committed state's stamp (a_meta's version and built_at)
+    const version = () => stateStamp(conn);
     if (withStore) {
       store = SqliteStateStore.open(storePath, { heavyRows: STORE_HEAVY_ROWS });
       await store.reset(await version());

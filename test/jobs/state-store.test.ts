@@ -129,26 +129,34 @@ describe('state rows', () => {
 });
 
 describe('a store file', () => {
-  it('of another format, or unreadable, is emptied when opened', async () => {
+  it('of another layout or heavy threshold, or unreadable, is emptied when opened; another build of the same version is not held', async () => {
     const path = join(tempDir(), 'store.sqlite');
     let store = SqliteStateStore.open(path);
-    await store.reset(7);
+    await store.reset({ version: 7, builtAtUs: 1000 });
     const rows = emptyStateRows(2);
     rows.values[0] = 5;
     rows.values[STATE_WIDTH] = 5;
     store.stage(8, new Int32Array([5]), new Uint8Array([0]), rows);
-    expect(await store.committed(8)).toBe('kept');
-    expect(store.status()).toMatchObject({ applied: 8, wallets: 1 });
+    expect(await store.committed({ version: 8, builtAtUs: 2000 })).toBe('kept');
+    expect(store.status()).toMatchObject({ applied: 8, appliedAtUs: 2000, wallets: 1 });
+    await store.close();
+    // reopened as it was: it still follows version 8 of that build (not filled, so it holds nothing yet)
+    store = SqliteStateStore.open(path);
+    expect(store.status()).toMatchObject({ applied: 8, appliedAtUs: 2000, wallets: 1 });
+    await store.close();
+    // another heavy threshold: its values would be read wrong
+    store = SqliteStateStore.open(path, { heavyRows: 9 });
+    expect(store.status()).toEqual({ applied: 0, appliedAtUs: 0, filled: false, wallets: 0, heavy: 0 });
     await store.close();
     const raw = new Database(path);
-    raw.prepare(`UPDATE store_meta SET format = format - 1`).run();
+    raw.prepare(`UPDATE store_meta SET layout = 'another'`).run();
     raw.close();
-    store = SqliteStateStore.open(path);
-    expect(store.status()).toEqual({ applied: 0, filled: false, wallets: 0, heavy: 0 });
+    store = SqliteStateStore.open(path, { heavyRows: 9 });
+    expect(store.status()).toEqual({ applied: 0, appliedAtUs: 0, filled: false, wallets: 0, heavy: 0 });
     await store.close();
     writeFileSync(path, 'not a database');
     store = SqliteStateStore.open(path);
-    expect(store.status()).toEqual({ applied: 0, filled: false, wallets: 0, heavy: 0 });
+    expect(store.status()).toEqual({ applied: 0, appliedAtUs: 0, filled: false, wallets: 0, heavy: 0 });
     await store.close();
   });
 });
@@ -201,9 +209,17 @@ describe('a store following the analytics engine', () => {
       expect(engine.stateStore()).toMatchObject({ filling: false, filled: true });
       expect((await refreshOnce()).state_rows).toBe('store');
 
+      // values that do not decode: that refresh reads the table (and succeeds), the store is emptied and filled again
+      let raw = new Database(storePath);
+      raw.prepare(`UPDATE state_rows SET rows = x'00'`).run();
+      raw.close();
+      expect((await refreshOnce()).state_rows).toBe('table');
+      await engine.stateStoreFilled();
+      expect((await refreshOnce()).state_rows).toBe('store');
+
       // a crash between the database's commit and the store's: the store is a version behind at the next start
       await engine.stop();
-      const raw = new Database(storePath);
+      raw = new Database(storePath);
       raw.prepare(`UPDATE store_meta SET applied = applied - 1`).run();
       raw.close();
       engine = await open();
@@ -227,7 +243,7 @@ describe('a store following the analytics engine', () => {
       [table, held] = await tableAndStore(conn, (engine as unknown as { store: SqliteStateStore }).store);
       expect(held).toEqual(table);
       await engine.stop();
-      expect(logs.filter((l) => /state rows by wallet filled/.test(l))).toHaveLength(3);
+      expect(logs.filter((l) => /state rows by wallet filled/.test(l))).toHaveLength(4);
     } finally {
       conn.closeSync();
       instance.closeSync();
