@@ -70,6 +70,7 @@ import {
   STAGED_WHOLE,
   STATE_SLOT_SQL,
   STATE_STAMP_SQL,
+  STATE_WIDTH,
   scanStateRows,
   stateRowsSql,
   stateRowsWriter,
@@ -456,14 +457,15 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     const resume = new Map<string, PositionOut>();
     if (continued > 0) {
       await db.run(`CREATE OR REPLACE TEMP TABLE cont_state AS SELECT * FROM touched_state SEMI JOIN cont_pos USING (wallet_id, market_id, outcome_index)`);
-      await db.scan(`SELECT ${POSITION_STATE_COLUMNS.map(([n, t]) => (t === 'TIMESTAMP' ? `coalesce(epoch_us(${n})::DOUBLE, 'NaN'::DOUBLE) AS ${n}` : t === 'DOUBLE' ? `coalesce(${n}, 'NaN'::DOUBLE) AS ${n}` : n)).join(', ')} FROM cont_state`, (b) => {
-        const cols = POSITION_STATE_COLUMNS.map(([n, t]) => [n, t === 'INTEGER' ? b.int(n) : t === 'UTINYINT' ? b.u8(n) : b.f64(n)] as const);
-        for (let i = 0; i < b.n; i++) {
-          const p = {} as Record<string, number | null>;
-          for (const [n, v] of cols) p[n] = Number.isNaN(v[i]!) ? null : v[i]!;
-          resume.set(`${p.wallet_id}:${p.market_id}:${p.outcome_index}`, p as unknown as PositionOut);
-        }
-      });
+      const state = await scanStateRows(db, stateRowsSql('cont_state'));
+      for (let i = 0; i < state.n; i++) {
+        const p = {} as Record<string, number | null>;
+        POSITION_STATE_COLUMNS.forEach(([n], c) => {
+          const v = state.values[i * STATE_WIDTH + c]!;
+          p[n] = Number.isNaN(v) ? null : v;
+        });
+        resume.set(`${p.wallet_id}:${p.market_id}:${p.outcome_index}`, p as unknown as PositionOut);
+      }
       await db.run(`DELETE FROM a_holds h USING cont_state c
         WHERE h.wallet_id = c.wallet_id AND h.market_id = c.market_id AND h.outcome_index = c.outcome_index AND h.episode = c.episodes`);
     }

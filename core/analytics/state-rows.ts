@@ -119,7 +119,7 @@ export async function scanStateRows(db: Pick<ColumnarRunner, 'scan'>, sql: strin
   return concatStateRows(parts, n);
 }
 
-export function concatStateRows(parts: readonly StateRows[], n = parts.reduce((s, p) => s + p.n, 0)): StateRows {
+function concatStateRows(parts: readonly StateRows[], n = parts.reduce((s, p) => s + p.n, 0)): StateRows {
   if (parts.length === 1) return parts[0]!;
   const out = emptyStateRows(n);
   let at = 0;
@@ -149,11 +149,18 @@ export async function stateRowsWriter(
   };
 }
 
-/** Append state rows to `table` (a_position_state's columns). */
-export async function writeStateRows(db: Pick<ColumnarRunner, 'writer'>, table: string, rows: StateRows): Promise<void> {
-  const w = await stateRowsWriter(db, table);
-  w.append(rows);
-  await w.close();
+
+/** The runs [start, end) of consecutive rows in [from, to) whose `key` is the same. */
+export function rowRuns(from: number, to: number, key: (row: number) => number): [number, number][] {
+  const out: [number, number][] = [];
+  for (let i = from; i < to; ) {
+    const k = key(i);
+    let j = i + 1;
+    while (j < to && key(j) === k) j++;
+    out.push([i, j]);
+    i = j;
+  }
+  return out;
 }
 
 /** The row index where each wallet's rows begin (rows in wallet order), and the end: wallet k is rows [at[k], at[k + 1]). */

@@ -36,6 +36,7 @@ import {
   scanStateRows,
   stateRowsSql,
   walletRowCount,
+  rowRuns,
   walletRuns,
   type PositionStateStore,
   type StateRows,
@@ -68,18 +69,18 @@ const pack = (rows: StateRows, from: number, to: number): Buffer => deflateRawSy
  */
 const STEP_MS = 15;
 
-/** Each run's value (runs[k] = [first row, end row) of one wallet or slot), pausing every STEP_MS. */
-async function packRuns(rows: StateRows, runs: readonly (readonly [number, number])[], pause: () => Promise<void>): Promise<Buffer[]> {
+/** Each value's bytes (rows [from, to) of one wallet or slot), pausing every STEP_MS. */
+async function packValues(rows: StateRows, values: readonly Value[], pause: () => Promise<void>): Promise<Buffer[]> {
   const out: Buffer[] = [];
   const step = slicedPause(pause, STEP_MS);
-  for (let k = 0; k < runs.length; k++) {
-    out.push(pack(rows, runs[k]![0], runs[k]![1]));
+  for (const v of values) {
+    out.push(pack(rows, v.from, v.to));
     await step();
   }
   return out;
 }
 /** Wallet ids per fill slice: ~23 state rows each at full scale, so ~90k rows (~30 MB) read and written at a time. */
-export const FILL_SLICE_WALLETS = 4_000;
+const FILL_SLICE_WALLETS = 4_000;
 
 export interface StateStoreStatus {
   /** the version it follows from (kept or reset at) */
@@ -106,17 +107,18 @@ interface Staged {
  * an empty single value (a wallet that turned heavy: a fill slice of an older version must not put its old single
  * value back beside the slots).
  */
-function walletValues(rows: StateRows, wallet: number, from: number, to: number, slots: boolean, replacesSingle: boolean): { key: number; from: number; to: number }[] {
+function walletValues(rows: StateRows, wallet: number, from: number, to: number, slots: boolean, replacesSingle: boolean): Value[] {
   if (!slots) return [{ key: keyOf(wallet, null), from, to }];
-  const out = replacesSingle ? [{ key: keyOf(wallet, null), from, to: from }] : [];
-  for (let i = from; i < to; ) {
-    const slot = slotOfMarket(rows.values[i * STATE_WIDTH + 1]!);
-    let j = i + 1;
-    while (j < to && slotOfMarket(rows.values[j * STATE_WIDTH + 1]!) === slot) j++;
-    out.push({ key: keyOf(wallet, slot), from: i, to: j });
-    i = j;
-  }
-  return out;
+  const slotAt = (i: number) => slotOfMarket(rows.values[i * STATE_WIDTH + 1]!);
+  const out = rowRuns(from, to, slotAt).map(([i, j]) => ({ key: keyOf(wallet, slotAt(i)), from: i, to: j }));
+  return replacesSingle ? [{ key: keyOf(wallet, null), from, to: from }, ...out] : out;
+}
+
+/** One value to write: its key and the rows [from, to) it holds. */
+interface Value {
+  key: number;
+  from: number;
+  to: number;
 }
 
 /** The committed state a connection reads (a_meta's stamp). */
@@ -133,6 +135,8 @@ export class SqliteStateStore implements PositionStateStore {
   /** what the file must have been written with: else it is emptied (another layout, or another heavy threshold) */
   private readonly layout: string;
   private staged: Staged | null = null;
+  /** read's statement, of the current connection (recreate drops it) */
+  private readValues: Database.Statement | null = null;
   /** a read failed: emptied at the next commit */
   private broken = false;
   /** bumped by reset: a fill of an earlier generation stops */
@@ -174,6 +178,7 @@ export class SqliteStateStore implements PositionStateStore {
 
   /** Remove the file and start an empty one following `stamp` (its journal in memory until filled). */
   private recreate(stamp: StateStamp): void {
+    this.readValues = null;
     this.db?.close();
     for (const f of [this.path, `${this.path}-wal`, `${this.path}-shm`, `${this.path}-journal`]) if (existsSync(f)) rmSync(f);
     this.connect();
@@ -204,7 +209,8 @@ export class SqliteStateStore implements PositionStateStore {
   }
 
   read(wallets: Int32Array): StateRows {
-    const get = this.db.prepare(`SELECT rows FROM state_rows WHERE key BETWEEN ? AND ? ORDER BY key`).pluck();
+    // prepared once per connection: a refresh reads a few wallets at a time, ~900 calls at full scale
+    const get = (this.readValues ??= this.db.prepare(`SELECT rows FROM state_rows WHERE key BETWEEN ? AND ? ORDER BY key`).pluck());
     const values: { wallet: number; bytes: Uint8Array }[] = [];
     let n = 0;
     for (let k = 0; k < wallets.length; k++) {
@@ -254,7 +260,7 @@ export class SqliteStateStore implements PositionStateStore {
     try {
       const at = walletRuns(staged.wallets, staged.rows);
       const parts = Array.from(staged.wallets, (w, k) => walletValues(staged.rows, w, at[k]!, at[k + 1]!, staged.modes[k] !== STAGED_WHOLE, staged.modes[k] === STAGED_TURNED_HEAVY)).flat();
-      const values = await packRuns(staged.rows, parts.map((p) => [p.from, p.to] as const), pause);
+      const values = await packValues(staged.rows, parts, pause);
       await this.serial(async () => {
         const put = this.upsert();
         this.db.exec('BEGIN');
@@ -301,22 +307,16 @@ export class SqliteStateStore implements PositionStateStore {
       let version: number;
       let rows: StateRows;
       try {
-        const [m] = await queryRows<{ v: number }>(conn, `SELECT version AS v FROM a_meta`);
-        version = Number(m!.v);
+        version = (await stateStamp(conn)).version;
         rows = await scanStateRows(db, stateRowsSql(`(SELECT * FROM a_position_state WHERE wallet_id >= ${lo} AND wallet_id < ${lo + slice})`));
       } finally {
         await conn.run('COMMIT');
       }
       // the slice's wallets, each a run of rows: one value, or a heavy wallet's slots
-      const parts: { key: number; from: number; to: number }[] = [];
-      for (let i = 0; i < rows.n; ) {
-        const w = rows.values[i * STATE_WIDTH]!;
-        let j = i + 1;
-        while (j < rows.n && rows.values[j * STATE_WIDTH] === w) j++;
-        parts.push(...walletValues(rows, w, i, j, j - i >= this.heavyRows, false));
-        i = j;
-      }
-      const values = await packRuns(rows, parts.map((p) => [p.from, p.to] as const), pause);
+      const parts = rowRuns(0, rows.n, (i) => rows.values[i * STATE_WIDTH]!).flatMap(([i, j]) =>
+        walletValues(rows, rows.values[i * STATE_WIDTH]!, i, j, j - i >= this.heavyRows, false),
+      );
+      const values = await packValues(rows, parts, pause);
       await this.serial(async () => {
         if (!current()) return;
         const put = this.upsert();

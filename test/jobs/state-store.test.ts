@@ -21,8 +21,8 @@ import {
   encodeWalletRows,
   scanStateRows,
   stateRowsSql,
+  stateRowsWriter,
   walletRowCount,
-  writeStateRows,
   type StateRows,
 } from '../../core/analytics/state-rows.ts';
 import { openDuckDB, queryRows } from '../../data/duckdb.ts';
@@ -105,7 +105,9 @@ describe('state rows', () => {
       await fc.assert(
         fc.asyncProperty(rowsArb, async (rows) => {
           await conn.run(`DELETE FROM a_position_state`);
-          await writeStateRows(db, 'a_position_state', rows);
+          const w = await stateRowsWriter(db, 'a_position_state');
+          w.append(rows);
+          await w.close();
           // NULLs are NULLs in SQL, NaNs are NaNs (the row store must not turn one into the other)
           const [c] = await queryRows<{ nulls: number; nans: number }>(conn, `SELECT count(*) FILTER (WHERE shares IS NULL) AS nulls, count(*) FILTER (WHERE isnan(shares)) AS nans FROM a_position_state`);
           const col = POSITION_STATE_COLUMNS.findIndex(([n]) => n === 'shares');
