@@ -342,7 +342,11 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     // and the per-wallet step's positions come from this copy (each of those reads scanned all 64M rows at full scale)
     await db.run(`CREATE OR REPLACE TEMP TABLE touched_wallets AS
         SELECT wallet_id FROM new_pos UNION SELECT wallet_id FROM restream_pos UNION SELECT wallet_id FROM due_legs`);
-    if (store) touched = await walletIds(db, 'touched_wallets');
+    if (store) {
+      touched = await walletIds(db, 'touched_wallets');
+      // the version this refresh starts from may still be being kept (the engine lets this refresh begin meanwhile)
+      await store.settled();
+    }
     if (store?.holds({ version: fromVersion, builtAtUs: Number(stamp?.built_at_us) })) {
       await db.run(`CREATE OR REPLACE TEMP TABLE touched_state AS SELECT * FROM a_position_state LIMIT 0`);
       // a few wallets at a time, pausing every 15 ms: the market makers among them hold thousands of positions each

@@ -61,6 +61,11 @@ export const STATE_STAMP_SQL = `SELECT version, epoch_us(built_at)::DOUBLE AS bu
 export interface PositionStateStore {
   /** the row count that makes a wallet heavy (HEAVY_ROWS; tests make it small) */
   readonly heavyRows: number;
+  /**
+   * Resolves once the versions committed so far are kept in the store (the service keeps one while the next refresh
+   * begins): `holds` then answers for the newest. A refresh awaits it before asking `holds`.
+   */
+  settled(): Promise<void>;
   /** whether it holds a_position_state of this committed state whole (a refresh from it reads the store) */
   holds(stamp: StateStamp): boolean;
   /** a read failed (a value that does not decode): the store no longer holds anything until filled again */

@@ -143,6 +143,8 @@ export class SqliteStateStore implements PositionStateStore {
   private generation = 0;
   /** the store's writes, one at a time (a fill slice never lands inside a kept version's transaction) */
   private writing: Promise<unknown> = Promise.resolve();
+  /** the versions being kept (committed), one after the other: `settled` waits for them */
+  private keeping: Promise<unknown> = Promise.resolve();
 
   private constructor(
     private readonly path: string,
@@ -249,15 +251,30 @@ export class SqliteStateStore implements PositionStateStore {
    * `version` committed: keep what its refresh staged when the store followed the version before it, and answer
    * 'kept'; otherwise reset the store at it and answer 'reset' (fill it next).
    */
-  async committed(stamp: StateStamp, pause: () => Promise<void> = yieldToEventLoop): Promise<'kept' | 'reset'> {
-    const version = stamp.version;
+  committed(stamp: StateStamp, pause: () => Promise<void> = yieldToEventLoop): Promise<'kept' | 'reset'> {
+    // what this version staged, taken now: the next refresh may stage its own while this one is kept
     const staged = this.staged;
     this.staged = null;
+    // after the version before it is kept (its `applied` is what this one checks)
+    const run = this.keeping.then(() => this.keep(stamp, staged, pause));
+    this.keeping = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Resolves once every version committed so far is kept, or the store reset: `holds` then answers for the newest. */
+  async settled(): Promise<void> {
+    await this.keeping;
+  }
+
+  private async keep(stamp: StateStamp, staged: Staged | null, pause: () => Promise<void>): Promise<'kept' | 'reset'> {
+    const version = stamp.version;
     if (!staged || staged.version !== version || this.applied !== version - 1 || this.broken) {
       await this.reset(stamp);
       return 'reset';
     }
     try {
+      // the publish's listeners and the requests waiting go first (and a test holds a keep here)
+      await pause();
       const at = walletRuns(staged.wallets, staged.rows);
       const parts = Array.from(staged.wallets, (w, k) => walletValues(staged.rows, w, at[k]!, at[k + 1]!, staged.modes[k] !== STAGED_WHOLE, staged.modes[k] === STAGED_TURNED_HEAVY)).flat();
       const values = await packValues(staged.rows, parts, pause);
@@ -351,6 +368,7 @@ export class SqliteStateStore implements PositionStateStore {
 
   async close(): Promise<void> {
     this.generation++;
+    await this.keeping;
     await this.writing;
     this.db.close();
   }

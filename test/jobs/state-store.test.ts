@@ -165,6 +165,7 @@ describe('a store file', () => {
 
 /** Every wallet's state rows, as the table holds them and as the store does. */
 async function tableAndStore(conn: DuckDBConnection, store: SqliteStateStore): Promise<[string[], string[]]> {
+  await store.settled();
   const table = await scanStateRows(duckRunner(conn), stateRowsSql('a_position_state'));
   const ids = new Int32Array([...new Set(Array.from({ length: table.n }, (_, i) => table.values[i * STATE_WIDTH]!))]);
   return [bits(table), bits(store.read(ids))];
@@ -201,6 +202,9 @@ describe('a store following the analytics engine', () => {
       for (let i = 0; i < 3; i++) {
         const r = await refreshOnce();
         expect(r.state_rows).toBe('store');
+        // the version is kept in the background, after the publish
+        await engine.stateStoreKept();
+        expect(r.seconds.state_store).toBeGreaterThan(0);
         expect(engine.stateStore()).toMatchObject({ filled: true, applied: engine.published().version });
         const [table, held] = await tableAndStore(conn, (engine as unknown as { store: SqliteStateStore }).store);
         expect(held).toEqual(table);
