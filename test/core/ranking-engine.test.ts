@@ -66,6 +66,9 @@ it('sortedMeasured orders 300k rows of every digit as a comparator sort does', (
   const measured = Uint8Array.from({ length: n }, () => +(next() % 10 !== 0));
   const want = [...Array(n).keys()].filter((i) => measured[i] === 1).sort((a, b) => value[a]! - value[b]! || a - b);
   expect([...sortedMeasured(measured, value)]).toEqual(want);
+  // among some rows alone (ascending): the same order, of those rows
+  const among = Int32Array.from([...Array(n).keys()].filter((i) => i % 3 !== 1));
+  expect([...drain(sortedMeasuredSteps(measured, value, 1 << 16, among))]).toEqual(want.filter((i) => i % 3 !== 1));
 });
 
 it('boardOrder gives the comparator order: key best first (either direction), NaN keys last, ties by row, unscored rows out', () => {
@@ -86,6 +89,10 @@ it('boardOrder gives the comparator order: key best first (either direction), Na
       expect([...boardOrder(composite, key, desc)]).toEqual(want);
       // in steps of 3 rows: the same order
       expect([...drain(boardOrderSteps(composite, key, desc, 3))]).toEqual(want);
+      // among the scored rows and every third unscored one (as a board passes its gated rows): the same order
+      const among = Int32Array.from(rows.map((_, i) => i).filter((i) => !Number.isNaN(composite[i]!) || i % 3 === 0));
+      expect([...boardOrder(composite, key, desc, among)]).toEqual(want);
+      expect([...drain(boardOrderSteps(composite, key, desc, 3, among))]).toEqual(want);
     }),
   );
 });
@@ -346,6 +353,29 @@ describe('engine = SQL', () => {
     );
   }, 300_000);
 });
+
+it('a board of a random config is its SQL definition: rows, order, composites, every metric\'s percentile', async () => {
+  // boards of any config (the presets above are ten): gated rows few or many against each metric's measured rows, so
+  // a metric it did not weight is ranked from its gated rows sorted by key, or counted by walking its order
+  await fc.assert(
+    fc.asyncProperty(config, async (input) => {
+      const cfg = RankingConfig.parse(input);
+      const want = await v.rows<Record<string, number | null>>(`SELECT rank, wallet_id, composite_score, ${METRIC_IDS.map((id) => `pct_${id}`).join(', ')} FROM (${boardSql(cfg, T)}) ORDER BY rank`);
+      const got: Record<string, number | null>[] = [];
+      engine.board(cfg, T.getTime() * 1000, (rows, composite, pct, firstRank) => {
+        rows.forEach((i, k) => got.push({ rank: firstRank + k, wallet_id: engine.cols.walletId[i]!, composite_score: composite[k]!, ...Object.fromEntries(METRIC_IDS.map((id) => [`pct_${id}`, Number.isNaN(pct[id]![k]!) ? null : pct[id]![k]!])) }));
+      }, 7, 5);
+      expect(got.map((r) => [r.rank, r.wallet_id])).toEqual(want.map((r) => [r.rank, r.wallet_id]));
+      want.forEach((w, k) => {
+        for (const [col, x] of Object.entries(w)) {
+          if (x === null) expect([col, got[k]![col]]).toEqual([col, null]);
+          else expect(got[k]![col] as number).toBeCloseTo(x, 9);
+        }
+      });
+    }),
+    { numRuns: 40 },
+  );
+}, 300_000);
 
 describe('wide cohorts, deep pages and users with several wallets = SQL', () => {
   // few filters, 1-4 weights, any order (the random configs above mostly gate down to a handful of rows)
