@@ -109,10 +109,18 @@ export interface EngineOptions {
   /**
    * a file for a_position_state by wallet (state-store.ts): refreshes read their touched wallets' state rows from it
    * instead of scanning the table. Filled in the background after the open (and after any full build); absent: none.
-   * `heavyRows`: the rows that make a wallet keep them in slots (default HEAVY_ROWS; tests make it small)
+   * `heavyRows`: the rows that make a wallet keep them in slots (default HEAVY_ROWS; tests make it small); `retryMs`:
+   * the waits before a failed fill is tried again (default STORE_FILL_RETRY_MS)
    */
-  stateStore?: string | { path: string; heavyRows?: number };
+  stateStore?: string | { path: string; heavyRows?: number; retryMs?: readonly number[] };
 }
+
+/**
+ * How long after a failed fill of the row store the engine empties it and fills it again, then after each failure
+ * that follows (the last wait repeats): a full disk or a database error must not leave refreshes reading the table
+ * until the next start.
+ */
+const STORE_FILL_RETRY_MS = [30_000, 120_000, 600_000] as const;
 
 /** A pause that counts its calls and the time spent in them (the report's `paused` and `pauses`). */
 function countedPause(pause: () => Promise<void>): { pause: () => Promise<void>; ms: number; count: number } {
@@ -221,6 +229,10 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
   /** a_position_state by wallet, and its fill while one runs */
   private store: SqliteStateStore | null = null;
   private filling: Promise<boolean> | null = null;
+  /** the waits before a failed fill is tried again, and the failures in a row so far */
+  private fillRetryMs: readonly number[] = STORE_FILL_RETRY_MS;
+  private fillFailures = 0;
+  private fillRetry: NodeJS.Timeout | null = null;
   /** the committed versions' state rows being kept in the store (keepInStore) */
   private keeping: Promise<void> = Promise.resolve();
 
@@ -255,7 +267,8 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     await conn.run(`SET checkpoint_threshold = '${ENGINE_CHECKPOINT_THRESHOLD}'`);
     await engine.checkpoint();
     if (opts.stateStore) {
-      const { path, heavyRows } = typeof opts.stateStore === 'string' ? { path: opts.stateStore, heavyRows: undefined } : opts.stateStore;
+      const { path, heavyRows, retryMs } = typeof opts.stateStore === 'string' ? { path: opts.stateStore, heavyRows: undefined, retryMs: undefined } : opts.stateStore;
+      if (retryMs?.length) engine.fillRetryMs = retryMs;
       // an optional cache: if it cannot be opened, refreshes read the table
       try {
         engine.store = SqliteStateStore.open(path, heavyRows === undefined ? {} : { heavyRows });
@@ -506,12 +519,15 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     })();
     const done = run.then(
       (filled) => {
-        if (filled) this.log(`analytics: state rows by wallet filled in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+        if (filled) {
+          this.fillFailures = 0;
+          this.log(`analytics: state rows by wallet filled in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+        }
         return filled;
       },
       (e: Error) => {
-        // refreshes go on reading a_position_state; the next open (or full build) fills it again
-        this.log(`analytics: state rows by wallet not filled: ${e.message}`);
+        // refreshes go on reading a_position_state; the store is emptied and filled again after a while
+        this.retryFill(store, `not filled`, e);
         return false;
       },
     );
@@ -521,9 +537,37 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     });
   }
 
+  /**
+   * Empty the store and fill it again after a wait (fillRetryMs, longer after each failure in a row): between
+   * refreshes (the reset reads the committed stamp on the engine's connection) and after the versions being kept. A
+   * fill started meanwhile (a reset by a failed keep) makes this one unneeded.
+   */
+  private retryFill(store: SqliteStateStore, what: string, e: Error): void {
+    const wait = this.fillRetryMs[Math.min(this.fillFailures++, this.fillRetryMs.length - 1)]!;
+    this.log(`analytics: state rows by wallet ${what} (filled again in ${(wait / 1000).toFixed(1)} s): ${e.message}`);
+    if (this.stopped) return;
+    this.fillRetry = setTimeout(() => {
+      this.fillRetry = null;
+      const retry = this.running.then(async () => {
+        await this.keeping;
+        if (this.stopped || this.store !== store || this.filling) return;
+        try {
+          await store.reset(await stateStamp(this.conn));
+        } catch (e) {
+          this.retryFill(store, 'not emptied', e as Error);
+          return;
+        }
+        this.fillStore();
+      });
+      this.running = retry.catch(() => undefined);
+    }, wait);
+    this.fillRetry.unref();
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    if (this.fillRetry) clearTimeout(this.fillRetry);
     await this.running;
     await this.stateStoreKept();
     await this.stateStoreFilled();

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import Database from 'better-sqlite3';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { POSITION_STATE_COLUMNS, POSITION_STATE_DDL } from '../../core/analytics/positions.ts';
 import type { RefreshReport } from '../../core/analytics/refresh.ts';
@@ -255,4 +255,33 @@ describe('a store following the analytics engine', () => {
       instance.closeSync();
     }
   }, 300_000);
+
+  it('a fill that fails is tried again after a wait, longer after each failure in a row, until the store is filled', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'venue.duckdb');
+    const storePath = join(dir, 'venue.duckdb.state-rows.sqlite');
+    const { instance, conn } = await openDuckDB({ path, threads: 1 });
+    const logs: string[] = [];
+    // the store's fill fails twice (as a full disk would), then runs as it does
+    const fill = vi.spyOn(SqliteStateStore.prototype, 'fill');
+    fill.mockRejectedValueOnce(new Error('disk full (test)')).mockRejectedValueOnce(new Error('disk full again (test)'));
+    try {
+      await createLiveVenue(conn);
+      for (const b of busyWallet(1, HISTORY_DAYS, 5)) await writeBatch(conn, b.rows);
+      const now = START + HISTORY_DAYS * DAY + 3 * HOUR;
+      const engine = await AnalyticsEngine.open(instance, { now: () => new Date(now), stateStore: { path: storePath, heavyRows: 4, retryMs: [40, 80] }, log: (m) => logs.push(m) });
+      await vi.waitFor(() => expect(engine.stateStore()).toMatchObject({ filled: true, filling: false }), { timeout: 30_000, interval: 20 });
+      expect(fill).toHaveBeenCalledTimes(3);
+      expect(logs.filter((l) => /not filled \(filled again in 0\.0 s\): disk full \(test\)/.test(l))).toHaveLength(1);
+      expect(logs.filter((l) => /not filled \(filled again in 0\.1 s\): disk full again/.test(l))).toHaveLength(1);
+      expect(logs.filter((l) => /state rows by wallet filled/.test(l))).toHaveLength(1);
+      const [table, held] = await tableAndStore(conn, (engine as unknown as { store: SqliteStateStore }).store);
+      expect(held).toEqual(table);
+      await engine.stop();
+    } finally {
+      fill.mockRestore();
+      conn.closeSync();
+      instance.closeSync();
+    }
+  }, 120_000);
 });
