@@ -115,6 +115,11 @@ export interface RefreshReport {
   state_rows: 'store' | 'table';
   /** the touched wallets' state rows read (and, with a store, staged after the stream) */
   touched_state_rows: number;
+  /**
+   * the touched wallets' rows were staged for the row store (false: no store, or more than its stageMaxRows: it is
+   * emptied at the commit and filled again)
+   */
+  state_rows_staged: boolean;
 }
 
 /** The refresh's temporary working tables, dropped when it ends. */
@@ -500,8 +505,13 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
   // --- for the row store (it keeps them once this version commits): the touched wallets' state rows as they are now
   // (the copy, due horizons folded on, without the positions the stream wrote again, and those it wrote); a light
   // wallet's all, a heavy one's slots holding a position whose row changed (replaced_pos), each slot whole
+  let staged = false;
   if (store) {
     await timed('state_rows', async () => {
+      // too many to hold (their count bounds the rows staged from above): none staged, the store is emptied at the
+      // commit and filled again in the background
+      const [c] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM streamed_state`);
+      if (touchedRows + Number(c?.n ?? 0) > store.stageMaxRows) return;
       const H = store.heavyRows;
       await db.run(`CREATE OR REPLACE TEMP TABLE state_after AS
         SELECT * FROM touched_state ANTI JOIN rewritten_pos USING (wallet_id, market_id, outcome_index) UNION ALL SELECT * FROM streamed_state`);
@@ -524,6 +534,7 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
         }
       });
       store.stage(fromVersion + 1, Int32Array.from(wallets), Uint8Array.from(modes), rows);
+      staged = true;
     });
   }
 
@@ -728,6 +739,7 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     ...(enginePatch ? { engine_patch: enginePatch } : {}),
     state_rows: stateRows,
     touched_state_rows: touchedRows,
+    state_rows_staged: staged,
   };
 }
 

@@ -34,6 +34,12 @@ export interface StateRows {
 export const HEAVY_SLOTS = 64;
 /** A wallet with at least this many state rows is heavy (~1% of the wallets at full scale, many of the rows). */
 export const HEAVY_ROWS = 256;
+/**
+ * The most state rows a refresh stages for the store: held in memory as doubles (~350 bytes a row) until its version
+ * is kept. An ordinary refresh at full scale touches ~1.4M rows; one that restreamed the positions of an hour's late
+ * mids took the process (DuckDB's 8 GB included) from 13 to 23.8 GB, where the kernel killed it.
+ */
+export const STAGE_MAX_ROWS = 3_000_000;
 /** The slot of a heavy wallet's row, 0..HEAVY_SLOTS-1, in SQL. */
 export const STATE_SLOT_SQL = `(market_id & ${HEAVY_SLOTS - 1})`;
 export const slotOfMarket = (marketId: number): number => marketId & (HEAVY_SLOTS - 1);
@@ -61,6 +67,11 @@ export const STATE_STAMP_SQL = `SELECT version, epoch_us(built_at)::DOUBLE AS bu
 export interface PositionStateStore {
   /** the row count that makes a wallet heavy (HEAVY_ROWS; tests make it small) */
   readonly heavyRows: number;
+  /**
+   * the most state rows a refresh stages (STAGE_MAX_ROWS; tests make it small): a refresh touching more (restreaming
+   * most positions after a batch of late mids) stages nothing, and the store is emptied at its commit and filled again
+   */
+  readonly stageMaxRows: number;
   /**
    * Resolves once the versions committed so far are kept in the store (the service keeps one while the next refresh
    * begins): `holds` then answers for the newest. A refresh awaits it before asking `holds`.

@@ -110,9 +110,10 @@ export interface EngineOptions {
    * a file for a_position_state by wallet (state-store.ts): refreshes read their touched wallets' state rows from it
    * instead of scanning the table. Filled in the background after the open (and after any full build); absent: none.
    * `heavyRows`: the rows that make a wallet keep them in slots (default HEAVY_ROWS; tests make it small); `retryMs`:
-   * the waits before a failed fill is tried again (default STORE_FILL_RETRY_MS)
+   * the waits before a failed fill is tried again (default STORE_FILL_RETRY_MS); `stageMaxRows`: the most state rows a
+   * refresh stages (default STAGE_MAX_ROWS)
    */
-  stateStore?: string | { path: string; heavyRows?: number; retryMs?: readonly number[] };
+  stateStore?: string | { path: string; heavyRows?: number; stageMaxRows?: number; retryMs?: readonly number[] };
 }
 
 /**
@@ -267,11 +268,11 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     await conn.run(`SET checkpoint_threshold = '${ENGINE_CHECKPOINT_THRESHOLD}'`);
     await engine.checkpoint();
     if (opts.stateStore) {
-      const { path, heavyRows, retryMs } = typeof opts.stateStore === 'string' ? { path: opts.stateStore, heavyRows: undefined, retryMs: undefined } : opts.stateStore;
+      const { path, retryMs, ...sizes } = typeof opts.stateStore === 'string' ? { path: opts.stateStore } : opts.stateStore;
       if (retryMs?.length) engine.fillRetryMs = retryMs;
       // an optional cache: if it cannot be opened, refreshes read the table
       try {
-        engine.store = SqliteStateStore.open(path, heavyRows === undefined ? {} : { heavyRows });
+        engine.store = SqliteStateStore.open(path, sizes);
         const stamp = await stateStamp(conn);
         if (!engine.store.holds(stamp)) {
           await engine.store.reset(stamp);
@@ -359,6 +360,8 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
         // inside the steps above, not a step of its own: how often the JavaScript steps paused, and how long in all
         refreshed.seconds.paused = Number((paused.ms / 1000).toFixed(3));
         refreshed.pauses = paused.count;
+        if (this.store && !refreshed.state_rows_staged)
+          this.log(`analytics: ${refreshed.touched_state_rows} state rows touched, more than the store stages: it is filled again after the commit`);
         await this.commitVersion(refreshed, to);
         report = refreshed;
       }
@@ -389,15 +392,27 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
   private async keepInStore(store: SqliteStateStore, report: RefreshReport | BuildReport): Promise<void> {
     const t = performance.now();
     const stamp = await stateStamp(this.conn).catch((e: Error) => e);
-    const kept = (stamp instanceof Error ? Promise.reject(stamp) : store.committed(stamp, this.pause)).then(
-      (outcome) => {
-        if (outcome === 'reset') this.fillStore();
-      },
-      (e: Error) => this.log(`analytics: state rows by wallet not kept: ${e.message}`),
-    );
-    this.keeping = kept.then(() => {
-      report.seconds.state_store = Number(((performance.now() - t) / 1000).toFixed(3));
-      this.opts.onRefreshStep?.('state_store', report.seconds.state_store);
+    let kept: Promise<'kept' | 'reset'>;
+    if (stamp instanceof Error) {
+      // not kept: the store no longer follows (the next version committed empties it); what was staged goes
+      store.discard();
+      kept = Promise.reject(stamp);
+    } else kept = store.committed(stamp, this.pause);
+    const before = this.keeping;
+    // after the keeps before it (the store chains its own; this chain is what stop() and a fill's retry wait for),
+    // and never rejected: nothing awaits it until then
+    this.keeping = Promise.all([before, kept.catch(() => undefined)]).then(async () => {
+      try {
+        if ((await kept) === 'reset') this.fillStore();
+      } catch (e) {
+        this.log(`analytics: state rows by wallet not kept: ${(e as Error).message}`);
+      }
+      try {
+        report.seconds.state_store = Number(((performance.now() - t) / 1000).toFixed(3));
+        this.opts.onRefreshStep?.('state_store', report.seconds.state_store);
+      } catch (e) {
+        this.log(`analytics: a refresh step listener failed: ${(e as Error).message}`);
+      }
     });
   }
 
@@ -520,14 +535,19 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     const done = run.then(
       (filled) => {
         if (filled) {
+          // a retry armed for an earlier fill is not needed any more
           this.fillFailures = 0;
+          if (this.fillRetry) clearTimeout(this.fillRetry);
+          this.fillRetry = null;
           this.log(`analytics: state rows by wallet filled in ${((performance.now() - t) / 1000).toFixed(1)} s`);
         }
         return filled;
       },
       (e: Error) => {
-        // refreshes go on reading a_position_state; the store is emptied and filled again after a while
-        this.retryFill(store, `not filled`, e);
+        // refreshes go on reading a_position_state; the store is emptied and filled again after a while (unless
+        // another fill took this one's place meanwhile)
+        if (this.filling === done) this.retryFill(store, `not filled`, e);
+        else this.log(`analytics: an earlier fill of the state rows by wallet failed: ${e.message}`);
         return false;
       },
     );
@@ -546,13 +566,17 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     const wait = this.fillRetryMs[Math.min(this.fillFailures++, this.fillRetryMs.length - 1)]!;
     this.log(`analytics: state rows by wallet ${what} (filled again in ${(wait / 1000).toFixed(1)} s): ${e.message}`);
     if (this.stopped) return;
+    if (this.fillRetry) clearTimeout(this.fillRetry);
     this.fillRetry = setTimeout(() => {
       this.fillRetry = null;
       const retry = this.running.then(async () => {
         await this.keeping;
         if (this.stopped || this.store !== store || this.filling) return;
         try {
-          await store.reset(await stateStamp(this.conn));
+          const stamp = await stateStamp(this.conn);
+          // filled meanwhile (a reset's fill): nothing to do
+          if (store.holds(stamp)) return;
+          await store.reset(stamp);
         } catch (e) {
           this.retryFill(store, 'not emptied', e as Error);
           return;

@@ -23,6 +23,7 @@ import Database from 'better-sqlite3';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import {
   HEAVY_ROWS,
+  STAGE_MAX_ROWS,
   HEAVY_SLOTS,
   STAGED_SLOTS,
   STAGED_TURNED_HEAVY,
@@ -149,13 +150,14 @@ export class SqliteStateStore implements PositionStateStore {
   private constructor(
     private readonly path: string,
     readonly heavyRows: number,
+    readonly stageMaxRows: number,
   ) {
     this.layout = JSON.stringify({ format: STORE_FORMAT, columns: POSITION_STATE_COLUMNS, slots: HEAVY_SLOTS, heavyRows });
   }
 
   /** Open the store at `path` (created empty when absent, unreadable or of another format). */
-  static open(path: string, opts: { heavyRows?: number } = {}): SqliteStateStore {
-    const store = new SqliteStateStore(path, opts.heavyRows ?? HEAVY_ROWS);
+  static open(path: string, opts: { heavyRows?: number; stageMaxRows?: number } = {}): SqliteStateStore {
+    const store = new SqliteStateStore(path, opts.heavyRows ?? HEAVY_ROWS, opts.stageMaxRows ?? STAGE_MAX_ROWS);
     try {
       store.connect();
       const meta = store.db.prepare(`SELECT layout, applied, applied_at_us, filled FROM store_meta`).get() as

@@ -216,6 +216,7 @@ describe('a store following the analytics engine', () => {
       expect((await refreshOnce()).state_rows).toBe('store');
 
       // values that do not decode: that refresh reads the table (and succeeds), the store is emptied and filled again
+      await engine.stateStoreKept();
       let raw = new Database(storePath);
       raw.prepare(`UPDATE state_rows SET rows = x'00'`).run();
       raw.close();
@@ -284,4 +285,45 @@ describe('a store following the analytics engine', () => {
       instance.closeSync();
     }
   }, 120_000);
+
+  it('a refresh touching more state rows than the store stages stages none: the store is emptied at its commit, filled again, and holds the table', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'venue.duckdb');
+    const storePath = join(dir, 'venue.duckdb.state-rows.sqlite');
+    const { instance, conn } = await openDuckDB({ path, threads: 1 });
+    const logs: string[] = [];
+    try {
+      await createLiveVenue(conn);
+      for (const b of busyWallet(1, HISTORY_DAYS, 5)) await writeBatch(conn, b.rows);
+      let prev = HISTORY_DAYS * DAY + 3 * HOUR;
+      let now = START + prev;
+      const engine = await AnalyticsEngine.open(instance, { now: () => new Date(now), stateStore: { path: storePath, heavyRows: 4, stageMaxRows: 3 }, log: (m) => logs.push(m) });
+      await engine.stateStoreFilled();
+      let staged = 0;
+      let skipped = 0;
+      for (let i = 0; i < 4; i++) {
+        const [batch] = fc.sample(batchArb(prev), { numRuns: 1, seed: prev });
+        prev = batch!.asOf;
+        now = START + prev;
+        await writeBatch(conn, batch!.rows);
+        const r = (await engine.refreshNow()) as RefreshReport;
+        // the rows touched bound the rows staged: within the limit they are staged, beyond it none
+        if (r.state_rows_staged) staged++;
+        else skipped++;
+        if (!r.state_rows_staged) expect(r.touched_state_rows).toBeGreaterThan(0);
+        await engine.stateStoreFilled();
+        expect(engine.stateStore()).toMatchObject({ filled: true, applied: engine.published().version });
+        const [table, held] = await tableAndStore(conn, (engine as unknown as { store: SqliteStateStore }).store);
+        expect(held).toEqual(table);
+      }
+      expect(skipped).toBeGreaterThan(0);
+      expect(logs.filter((l) => /more than the store stages/.test(l))).toHaveLength(skipped);
+      expect(logs.filter((l) => /state rows by wallet filled/.test(l))).toHaveLength(1 + skipped);
+      expect(staged + skipped).toBe(4);
+      await engine.stop();
+    } finally {
+      conn.closeSync();
+      instance.closeSync();
+    }
+  }, 300_000);
 });
