@@ -36,8 +36,8 @@ export const HEAVY_SLOTS = 64;
 export const HEAVY_ROWS = 256;
 /**
  * The most state rows a refresh stages for the store: held in memory as doubles (~350 bytes a row) until its version
- * is kept. An ordinary refresh at full scale touches ~1.4M rows; one that restreamed the positions of an hour's late
- * mids took the process (DuckDB's 8 GB included) from 13 to 23.8 GB, where the kernel killed it.
+ * is kept. An ordinary refresh at full scale touches ~1.4M rows; the hour's refresh touched 21.9M, and staging them
+ * took the process (DuckDB's 8 GB included) from 13 to 23.8 GB, where the kernel killed it.
  */
 export const STAGE_MAX_ROWS = 3_000_000;
 /** The slot of a heavy wallet's row, 0..HEAVY_SLOTS-1, in SQL. */
