@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import type { DuckDBConnection } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { POSITION_STATE_COLUMNS, POSITION_STATE_DDL } from '../../core/analytics/positions.ts';
 import type { RefreshReport } from '../../core/analytics/refresh.ts';
 import {
@@ -174,15 +174,23 @@ async function tableAndStore(conn: DuckDBConnection, store: SqliteStateStore): P
 describe('a store following the analytics engine', () => {
   const HISTORY_DAYS = 12;
 
-  it('holds a_position_state at every version it says it holds: filled, refreshed, restarted, a version behind, after a full build', async () => {
-    const dir = tempDir();
-    const path = join(dir, 'venue.duckdb');
-    const storePath = join(dir, 'venue.duckdb.state-rows.sqlite');
+  /** A live venue with a busy wallet's history, in a database file of its own (the store's path beside it). */
+  async function withVenue(use: (v: { instance: DuckDBInstance; conn: DuckDBConnection; storePath: string }) => Promise<void>): Promise<void> {
+    const path = join(tempDir(), 'venue.duckdb');
     const { instance, conn } = await openDuckDB({ path, threads: 1 });
-    const logs: string[] = [];
     try {
       await createLiveVenue(conn);
       for (const b of busyWallet(1, HISTORY_DAYS, 5)) await writeBatch(conn, b.rows);
+      await use({ instance, conn, storePath: `${path}.state-rows.sqlite` });
+    } finally {
+      conn.closeSync();
+      instance.closeSync();
+    }
+  }
+
+  it('holds a_position_state at every version it says it holds: filled, refreshed, restarted, a version behind, after a full build', async () => {
+    await withVenue(async ({ instance, conn, storePath }) => {
+      const logs: string[] = [];
       let prev = HISTORY_DAYS * DAY + 3 * HOUR;
       let now = START + prev;
       // wallets of 4 positions or more keep their rows in slots (the busy wallet turns heavy as it trades)
@@ -251,50 +259,35 @@ describe('a store following the analytics engine', () => {
       expect(held).toEqual(table);
       await engine.stop();
       expect(logs.filter((l) => /state rows by wallet filled/.test(l))).toHaveLength(4);
-    } finally {
-      conn.closeSync();
-      instance.closeSync();
-    }
+    });
   }, 300_000);
 
   it('a fill that fails is tried again after a wait, longer after each failure in a row, until the store is filled', async () => {
-    const dir = tempDir();
-    const path = join(dir, 'venue.duckdb');
-    const storePath = join(dir, 'venue.duckdb.state-rows.sqlite');
-    const { instance, conn } = await openDuckDB({ path, threads: 1 });
-    const logs: string[] = [];
     // the store's fill fails twice (as a full disk would), then runs as it does
     const fill = vi.spyOn(SqliteStateStore.prototype, 'fill');
     fill.mockRejectedValueOnce(new Error('disk full (test)')).mockRejectedValueOnce(new Error('disk full again (test)'));
     try {
-      await createLiveVenue(conn);
-      for (const b of busyWallet(1, HISTORY_DAYS, 5)) await writeBatch(conn, b.rows);
-      const now = START + HISTORY_DAYS * DAY + 3 * HOUR;
-      const engine = await AnalyticsEngine.open(instance, { now: () => new Date(now), stateStore: { path: storePath, heavyRows: 4, retryMs: [40, 80] }, log: (m) => logs.push(m) });
-      await vi.waitFor(() => expect(engine.stateStore()).toMatchObject({ filled: true, filling: false }), { timeout: 30_000, interval: 20 });
-      expect(fill).toHaveBeenCalledTimes(3);
-      expect(logs.filter((l) => /not filled \(filled again in 0\.0 s\): disk full \(test\)/.test(l))).toHaveLength(1);
-      expect(logs.filter((l) => /not filled \(filled again in 0\.1 s\): disk full again/.test(l))).toHaveLength(1);
-      expect(logs.filter((l) => /state rows by wallet filled/.test(l))).toHaveLength(1);
-      const [table, held] = await tableAndStore(conn, (engine as unknown as { store: SqliteStateStore }).store);
-      expect(held).toEqual(table);
-      await engine.stop();
+      await withVenue(async ({ instance, conn, storePath }) => {
+        const logs: string[] = [];
+        const now = START + HISTORY_DAYS * DAY + 3 * HOUR;
+        const engine = await AnalyticsEngine.open(instance, { now: () => new Date(now), stateStore: { path: storePath, heavyRows: 4, retryMs: [40, 80] }, log: (m) => logs.push(m) });
+        await vi.waitFor(() => expect(engine.stateStore()).toMatchObject({ filled: true, filling: false }), { timeout: 30_000, interval: 20 });
+        expect(fill).toHaveBeenCalledTimes(3);
+        expect(logs.filter((l) => /not filled \(filled again in 0\.0 s\): disk full \(test\)/.test(l))).toHaveLength(1);
+        expect(logs.filter((l) => /not filled \(filled again in 0\.1 s\): disk full again/.test(l))).toHaveLength(1);
+        expect(logs.filter((l) => /state rows by wallet filled/.test(l))).toHaveLength(1);
+        const [table, held] = await tableAndStore(conn, (engine as unknown as { store: SqliteStateStore }).store);
+        expect(held).toEqual(table);
+        await engine.stop();
+      });
     } finally {
       fill.mockRestore();
-      conn.closeSync();
-      instance.closeSync();
     }
   }, 120_000);
 
   it('a refresh touching more state rows than the store stages stages none: the store is emptied at its commit, filled again, and holds the table', async () => {
-    const dir = tempDir();
-    const path = join(dir, 'venue.duckdb');
-    const storePath = join(dir, 'venue.duckdb.state-rows.sqlite');
-    const { instance, conn } = await openDuckDB({ path, threads: 1 });
-    const logs: string[] = [];
-    try {
-      await createLiveVenue(conn);
-      for (const b of busyWallet(1, HISTORY_DAYS, 5)) await writeBatch(conn, b.rows);
+    await withVenue(async ({ instance, conn, storePath }) => {
+      const logs: string[] = [];
       let prev = HISTORY_DAYS * DAY + 3 * HOUR;
       let now = START + prev;
       const engine = await AnalyticsEngine.open(instance, { now: () => new Date(now), stateStore: { path: storePath, heavyRows: 4, stageMaxRows: 3 }, log: (m) => logs.push(m) });
@@ -321,9 +314,6 @@ describe('a store following the analytics engine', () => {
       expect(logs.filter((l) => /state rows by wallet filled/.test(l))).toHaveLength(1 + skipped);
       expect(staged + skipped).toBe(4);
       await engine.stop();
-    } finally {
-      conn.closeSync();
-      instance.closeSync();
-    }
+    });
   }, 300_000);
 });
