@@ -32,7 +32,7 @@ const BOARD_SLICE_ROWS = 25_000;
 const PERCENTILE_SLICE_ROWS = 1 << 19;
 /** Positions of a metric's order per step of its rank keys */
 const RANK_KEY_SLICE = 1 << 19;
-/** Bits of a rank key sorted per radix pass (sortedByRankKeySteps): two passes below 4M positions */
+/** Bits of a rank key sorted per radix pass (sortedRanksSteps): two passes below 4M positions */
 const RADIX_BITS = 11;
 const RADIX_MASK = (1 << RADIX_BITS) - 1;
 
@@ -437,38 +437,27 @@ export class RankingEngine {
   }
 
   /**
-   * gatedCounts for few gated rows: the rows sorted by their rank keys (an LSD radix sort, 11 bits a pass, carrying
-   * the rows), then one walk of the sorted keys. Rows of one key are a run: higher is better, a row's rank is where
-   * its run starts (the gated rows with a smaller key: worse); lower is better, n less where its run ends (the rows
-   * with a larger key). The rows not measured (key len + 1) sort last and are not counted. It replaced counts at the
-   * keys and a prefix sum over every position of the order: two passes over 2.8M positions for a board's ~100k gated
-   * rows, ~5 ms a metric, 190 times a board set.
+   * gatedCounts for few gated rows: their ranks from the rows sorted by rank key (sortedRanksSteps), written at the
+   * rows. It replaced counts at the keys and a prefix sum over every position of the order: two passes over 2.8M
+   * positions for a board's ~100k gated rows, ~5 ms a metric, 190 times a board set.
    */
   private gatedRanksBySort(id: MetricId, gated: Int32Array): GatedCounts {
-    const { key, carried: row, n } = drain(this.sortedByRankKeySteps(id, gated, true));
-    const m = gated.length;
+    const { rank, carried: row, n } = drain(this.sortedRanksSteps(id, gated, true));
     const byRow = this.takeRankScratch();
+    for (let g = 0; g < n; g++) byRow[row[g]!] = rank[g]!;
     // a row not measured adds 0 x its rank: any finite one
-    for (let g = n; g < m; g++) byRow[row[g]!] = 0;
-    if (METRICS[id].better === 'higher')
-      for (let g = 0, start = 0; g < n; g++) {
-        if (g > 0 && key[g] !== key[g - 1]) start = g;
-        byRow[row[g]!] = start;
-      }
-    else
-      for (let g = n - 1, end = n; g >= 0; g--) {
-        if (g < n - 1 && key[g] !== key[g + 1]) end = g + 1;
-        byRow[row[g]!] = n - end;
-      }
+    for (let g = n; g < gated.length; g++) byRow[row[g]!] = 0;
     return { n, byRow };
   }
 
   /**
    * The gated rows sorted by their rank keys in `id` (an LSD radix sort, 11 bits a pass), each carrying its row
-   * (`rows`) or its index among the gated rows; n: how many are measured (the others, key len + 1, sort last). In the
+   * (`rows`) or its index among the gated rows, and each one's rank among the n measured ones (the others, key len +
+   * 1, sort last): rows of one key are a run and share its rank — higher is better, where the run starts (the gated
+   * rows with a smaller key: worse); lower is better, n less where it ends (the rows with a larger key). In the
    * engine's scratch columns: valid until the next call. In steps of `slice` rows per loop.
    */
-  private *sortedByRankKeySteps(id: MetricId, gated: Int32Array, rows: boolean, slice = PERCENTILE_SLICE_ROWS): Generator<void, { key: Int32Array; carried: Int32Array; n: number }> {
+  private *sortedRanksSteps(id: MetricId, gated: Int32Array, rows: boolean, slice = PERCENTILE_SLICE_ROWS): Generator<void, { rank: Int32Array; carried: Int32Array; n: number }> {
     const len = this.order[id].length;
     const rk = this.rankKeyOf(id);
     const m = gated.length;
@@ -505,32 +494,36 @@ export class RankingEngine {
     }
     let n = m;
     while (n > 0 && key[n - 1]! > len) n--;
-    return { key, carried, n };
+    // each key becomes its rank, in place: forwards from a run's start (higher is better), backwards from its end
+    const higher = METRICS[id].better === 'higher';
+    let edge = higher ? 0 : n;
+    let last = n > 0 ? key[higher ? 0 : n - 1]! : 0;
+    for (let a = 0; a < n; a += slice) {
+      for (let s = a; s < Math.min(n, a + slice); s++) {
+        const g = higher ? s : n - 1 - s;
+        const k = key[g]!;
+        if (k !== last) edge = higher ? g : g + 1;
+        last = k;
+        key[g] = higher ? edge : n - edge;
+      }
+      yield;
+    }
+    return { rank: key, carried, n };
   }
 
   /**
    * A board's percentiles of a metric it did not weight, at its rows' places (`placeOfGated`: each gated row's place
-   * in the board, -1 when not in it): the gated rows sorted by rank key, each percentile written from the walk of the
-   * sorted keys, in steps of `slice` rows. Through gatedCounts, a metric cost three reads at scattered rows per gated
+   * in the board, -1 when not in it): each percentile written from the ranks of the gated rows sorted by rank key
+   * (sortedRanksSteps), in steps of `slice` rows. Through gatedCounts, a metric cost three reads at scattered rows per gated
    * row (its key for the count, its rank written and read back, its key again) against one here: ~6.7 ms against
    * ~3.5 ms a metric for a board of 87k rows at full scale.
    */
   private *boardPercentilesBySortSteps(id: MetricId, gated: Int32Array, placeOfGated: Int32Array, pct: Float64Array, slice: number): Generator<void, void> {
-    const { key, carried, n } = yield* this.sortedByRankKeySteps(id, gated, false, slice);
-    const m = gated.length;
-    for (let g = n; g < m; g++) {
-      const at = placeOfGated[carried[g]!]!;
-      if (at >= 0) pct[at] = Number.NaN;
-    }
-    // the walk in slices: forwards from a run's start (higher is better), backwards from a run's end (lower)
-    const higher = METRICS[id].better === 'higher';
-    let edge = higher ? 0 : n;
-    for (let a = 0; a < n; a += slice) {
-      for (let s = a; s < Math.min(n, a + slice); s++) {
-        const g = higher ? s : n - 1 - s;
-        if (higher ? g > 0 && key[g] !== key[g - 1] : g < n - 1 && key[g] !== key[g + 1]) edge = higher ? g : g + 1;
+    const { rank, carried, n } = yield* this.sortedRanksSteps(id, gated, false, slice);
+    for (let a = 0; a < gated.length; a += slice) {
+      for (let g = a; g < Math.min(gated.length, a + slice); g++) {
         const at = placeOfGated[carried[g]!]!;
-        if (at >= 0) pct[at] = percentRank(higher ? edge : n - edge, n);
+        if (at >= 0) pct[at] = g < n ? percentRank(rank[g]!, n) : Number.NaN;
       }
       yield;
     }
@@ -569,7 +562,7 @@ export class RankingEngine {
   }
 
   /**
-   * sortedByRankKeySteps' four columns (keys, carried, and a second of each), kept for the engine's life: half the rows
+   * sortedRanksSteps' four columns (keys, carried, and a second of each), kept for the engine's life: half the rows
    * each (22 MB at 2.8M rows)
    */
   private sortScratch(): [Int32Array, Int32Array, Int32Array, Int32Array] {

@@ -236,8 +236,6 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
   const fromVersion = Number(stamp?.version);
   const store = opts.stateStore;
   let stateRows: RefreshReport['state_rows'] = 'table';
-  // the wallets whose state rows this refresh reads (and may write), ascending: read when there is a store
-  let touched: Int32Array = new Int32Array(0);
   const cutoffBefore = before?.c === null || before?.c === undefined ? Number.POSITIVE_INFINITY : Number(before.c);
 
   // the state is as of T_new from here on (the a_positions view reads it); readers see it at the commit
@@ -347,12 +345,10 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     // and the per-wallet step's positions come from this copy (each of those reads scanned all 64M rows at full scale)
     await db.run(`CREATE OR REPLACE TEMP TABLE touched_wallets AS
         SELECT wallet_id FROM new_pos UNION SELECT wallet_id FROM restream_pos UNION SELECT wallet_id FROM due_legs`);
-    if (store) {
-      touched = await walletIds(db, 'touched_wallets');
-      // the version this refresh starts from may still be being kept (the engine lets this refresh begin meanwhile)
-      await store.settled();
-    }
+    // the version this refresh starts from may still be being kept (the engine lets this refresh begin meanwhile)
+    await store?.settled();
     if (store?.holds({ version: fromVersion, builtAtUs: Number(stamp?.built_at_us) })) {
+      const touched = await walletIds(db, 'touched_wallets');
       await db.run(`CREATE OR REPLACE TEMP TABLE touched_state AS SELECT * FROM a_position_state LIMIT 0`);
       // a few wallets at a time, pausing every 15 ms: the market makers among them hold thousands of positions each
       // (256 wallets between pauses held the service 225–304 ms at full scale, 32 wallets up to ~220 ms)

@@ -273,11 +273,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
       // an optional cache: if it cannot be opened, refreshes read the table
       try {
         engine.store = SqliteStateStore.open(path, sizes);
-        const stamp = await stateStamp(conn);
-        if (!engine.store.holds(stamp)) {
-          await engine.store.reset(stamp);
-          engine.fillStore();
-        }
+        await engine.fillUnlessHeld(engine.store);
       } catch (e) {
         engine.log(`analytics: no state rows by wallet (refreshes read the table): ${(e as Error).message}`);
         engine.store = null;
@@ -557,6 +553,14 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     });
   }
 
+  /** Unless the store holds the committed state: empty it, following that state, and fill it in the background. */
+  private async fillUnlessHeld(store: SqliteStateStore): Promise<void> {
+    const stamp = await stateStamp(this.conn);
+    if (store.holds(stamp)) return;
+    await store.reset(stamp);
+    this.fillStore();
+  }
+
   /**
    * Empty the store and fill it again after a wait (fillRetryMs, longer after each failure in a row): between
    * refreshes (the reset reads the committed stamp on the engine's connection) and after the versions being kept. A
@@ -572,16 +576,8 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
       const retry = this.running.then(async () => {
         await this.keeping;
         if (this.stopped || this.store !== store || this.filling) return;
-        try {
-          const stamp = await stateStamp(this.conn);
-          // filled meanwhile (a reset's fill): nothing to do
-          if (store.holds(stamp)) return;
-          await store.reset(stamp);
-        } catch (e) {
-          this.retryFill(store, 'not emptied', e as Error);
-          return;
-        }
-        this.fillStore();
+        // (filled meanwhile by a reset's fill: nothing to do)
+        await this.fillUnlessHeld(store).catch((e: Error) => this.retryFill(store, 'not emptied', e));
       });
       this.running = retry.catch(() => undefined);
     }, wait);
