@@ -132,11 +132,15 @@ export class TailGenerator {
     return fill;
   }
 
-  /** Everything that happens in venue time [fromS, toS), with `count` taker fills spread over it. */
+  /**
+   * Everything that happens in venue time (fromS, toS] (whole seconds), with `count` taker fills spread over it. Once
+   * the batch is stored the venue is complete through toS: a refresh as of toS misses nothing stamped at or before it
+   * (an hour's mids stamped at toS come in this batch, not the next, where they would arrive late: tail.ts).
+   */
   step(fromS: number, toS: number, count: number): TailBatch {
     const batch: TailBatch = { fills: [], mids: [], resolutions: [], closed: [] };
     for (let i = 0; i < count; i++) {
-      const t = Math.floor(fromS + ((toS - fromS) * (i + this.rng.next())) / count);
+      const t = fromS + 1 + Math.floor(((toS - fromS) * (i + this.rng.next())) / count);
       // a fifth of taker flow closes a position the tail opened earlier
       if (this.holdings.length > 0 && this.rng.bool(0.2)) {
         const k = this.rng.int(this.holdings.length);
@@ -167,7 +171,7 @@ export class TailGenerator {
         break;
       }
     }
-    for (let hour = this.lastMidHour + 1; hour * SECONDS_PER_HOUR < toS; hour++) {
+    for (let hour = this.lastMidHour + 1; hour * SECONDS_PER_HOUR <= toS; hour++) {
       const ts = hour * SECONDS_PER_HOUR;
       for (const id of this.openMarkets(ts).ids) {
         const m = this.venue.markets[id] as GenMarket;
@@ -176,13 +180,13 @@ export class TailGenerator {
       this.lastMidHour = hour;
     }
     for (const m of this.venue.markets) {
-      if (m.closeS < toS && !this.closed.has(m.marketId)) {
+      if (m.closeS <= toS && !this.closed.has(m.marketId)) {
         this.closed.add(m.marketId);
         batch.closed.push({ marketId: m.marketId, closedAt: m.closeS });
       }
       // resolution lands 10 minutes to 6 hours after close, as in the generated history
       const at = m.closeS + 600 + (m.marketId * 7919) % (6 * SECONDS_PER_HOUR);
-      if (at < toS && !this.resolved.has(m.marketId)) {
+      if (at <= toS && !this.resolved.has(m.marketId)) {
         this.resolved.add(m.marketId);
         const winner = m.winner === -1 ? 'INVALID' : m.winner === 0 ? 'YES' : 'NO';
         batch.resolutions.push({
@@ -190,7 +194,8 @@ export class TailGenerator {
           winner,
           winnerIndex: m.winner >= 0 ? m.winner : -1,
           payoutNumerators: winner === 'YES' ? [1, 0] : winner === 'NO' ? [0, 1] : [1, 1],
-          resolvedAt: Math.max(at, fromS),
+          // one overdue when the tail starts lands now (after fromS: the venue was complete through fromS without it)
+          resolvedAt: Math.max(at, fromS + 1),
           txHash: '0x' + createHash('sha256').update(`tail-res:${this.opts.seed}:${m.marketId}`).digest('hex'),
         });
       }

@@ -1,7 +1,14 @@
 /**
  * LiveTail: runs the tail generator against the wall clock and appends what happens to the venue tables in DuckDB.
- * Venue time = resume point + (wall time elapsed) x speed. Listeners get every taker fill and resolution as they
- * land (the jobs that produce trader.fill, signal.smart_money and market.resolved subscribe here).
+ * Venue time = resume point + (wall time elapsed) x speed, in whole seconds. Listeners get every taker fill and
+ * resolution as they land (the jobs that produce trader.fill, signal.smart_money and market.resolved subscribe here).
+ *
+ * Its clock (`stats().venueTime`, the demo's "now") is the venue time through which every row is stored: it moves on
+ * once a batch commits, not when the batch is generated. The analytics refresh takes "now" as its as-of and the
+ * newest arrival batch as its watermark; had the clock moved first, a refresh starting during a write would have
+ * been as of a time whose rows were still being written, and they would arrive late: a late mid restreams every
+ * position on its token from 24 h before it, and the hour's mids (every open token) made that hour's refresh touch
+ * 21.9M state rows at full scale (session 28) instead of moving marks only.
  */
 import { EventEmitter } from 'node:events';
 import { DuckDBTimestampValue, type DuckDBConnection } from '@duckdb/node-api';
@@ -42,8 +49,13 @@ const ts = (s: number) => new DuckDBTimestampValue(BigInt(s) * 1_000_000n);
 export class LiveTail extends EventEmitter<LiveTailEvents> {
   private timer: NodeJS.Timeout | null = null;
   private lastWallMs: number;
+  /** venue time the generator has reached (a batch may still be being written up to it) */
   private venueS: number;
+  /** venue time through which every row is stored: the clock */
+  private storedS: number;
+  /** taker fills and venue seconds due but not generated yet (fractions, and a tick under a venue second) */
   private carry = 0;
+  private venueCarry = 0;
   private counts = { fills: 0, resolutions: 0 };
   private readonly startedMs: number;
   private writing: Promise<void> = Promise.resolve();
@@ -58,15 +70,21 @@ export class LiveTail extends EventEmitter<LiveTailEvents> {
   ) {
     super();
     this.startedMs = this.lastWallMs = opts.now();
-    this.venueS = fromS;
+    this.venueS = this.storedS = fromS;
   }
 
-  /** Resume after the latest fill in storage (or the venue end) and start ticking. */
+  /**
+   * Resume after what storage holds (the latest fill, or hour's mid the tail wrote; the generated history ends before
+   * the venue end) and start ticking.
+   */
   static async start(conn: DuckDBConnection, venue: VenueOptions, options: LiveTailOptions, autoTick = true): Promise<LiveTail> {
     const now = options.now ?? (() => Date.now());
-    const [row] = await queryRows<{ last: number | null }>(conn, `SELECT epoch(max(ts))::BIGINT AS last FROM fills`);
+    const [row] = await queryRows<{ last: number | null }>(
+      conn,
+      `SELECT greatest((SELECT epoch(max(ts))::BIGINT FROM fills), (SELECT epoch(max(ts))::BIGINT FROM mids WHERE seq > 0)) AS last`,
+    );
     const endS = Math.floor(Date.parse(venue.end) / 1000);
-    const fromS = Math.max(endS, (row?.last ?? 0) + 1);
+    const fromS = Math.max(endS - 1, Number(row?.last ?? 0));
     const resolved = (await queryRows<{ id: number }>(conn, `SELECT market_id AS id FROM resolutions`)).map((r) => r.id);
     const closed = (await queryRows<{ id: number }>(conn, `SELECT market_id AS id FROM markets WHERE closed_at IS NOT NULL`)).map((r) => r.id);
     const real = await readRealMarkets(venue.realMarketsCsv);
@@ -86,18 +104,27 @@ export class LiveTail extends EventEmitter<LiveTailEvents> {
       let batch = this.pending;
       if (!batch) {
         const wall = this.opts.now();
-        const dtS = Math.max(0, (wall - this.lastWallMs) / 1000);
+        const dtMs = Math.max(0, wall - this.lastWallMs);
         this.lastWallMs = wall;
-        const expected = dtS * this.opts.ratePerSecond + this.carry;
-        const count = Math.floor(expected);
-        this.carry = expected - count;
-        const toS = this.venueS + Math.max(1, Math.round(dtS * this.opts.speed));
+        // (ms times rate, then / 1000: exact for whole milliseconds and rates)
+        this.carry += (dtMs * this.opts.ratePerSecond) / 1000;
+        this.venueCarry += (dtMs * this.opts.speed) / 1000;
+        // whole venue seconds only: at speed 1 a tick of 250 ms carries its quarter second to a later tick (rounded up
+        // to a second, venue time ran four times the wall clock)
+        const seconds = Math.floor(this.venueCarry);
+        if (seconds < 1) return { fills: [], mids: [], resolutions: [], closed: [] };
+        this.venueCarry -= seconds;
+        const count = Math.floor(this.carry);
+        this.carry -= count;
+        const toS = this.venueS + seconds;
         batch = this.gen.step(this.venueS, toS, count);
         this.venueS = toS;
       }
       this.pending = batch;
       const seq = await this.write(batch);
       this.pending = null;
+      // every row through venueS is stored: the clock moves on
+      this.storedS = this.venueS;
       if (seq !== null) this.emit('batch', { seq, fills: batch.fills.length, resolutions: batch.resolutions.length, mids: batch.mids.length, wallMs: Date.now() });
       for (const f of batch.fills) this.emit('fill', f);
       for (const r of batch.resolutions) this.emit('resolution', r);
@@ -175,9 +202,10 @@ export class LiveTail extends EventEmitter<LiveTailEvents> {
     return Number(seq);
   }
 
+  /** `venueTime`: the clock, the venue time through which every row is stored (see above) */
   stats(): { fills: number; resolutions: number; fillsPerSecond: number; venueTime: string } {
     const elapsed = Math.max(1e-3, (this.opts.now() - this.startedMs) / 1000);
-    return { ...this.counts, fillsPerSecond: this.counts.fills / elapsed, venueTime: new Date(this.venueS * 1000).toISOString() };
+    return { ...this.counts, fillsPerSecond: this.counts.fills / elapsed, venueTime: new Date(this.storedS * 1000).toISOString() };
   }
 
   async stop(): Promise<void> {

@@ -1,9 +1,13 @@
 /**
  * The live tail continues a generated venue: it appends taker fills at the configured rate, hourly mids, closes
- * and resolves markets as venue time passes, never trades a closed market, and tells listeners what landed.
+ * and resolves markets as venue time passes, never trades a closed market, and tells listeners what landed. Its
+ * clock is the venue time through which every row is stored, so a refresh as of that clock never sees a row of its
+ * past arrive later (an hour's mids arriving late restream every position on their tokens).
  */
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LiveTail } from '../../data/live-tail/tail.ts';
+import { AnalyticsEngine } from '../../jobs/analytics/engine.ts';
 import type { TailFill, TailResolution } from '../../data/live-tail/generator.ts';
 import { DEFAULT_END } from '../../data/generator/config.ts';
 import { REAL_MARKETS_CSV } from '../../data/generator/defaults.ts';
@@ -93,7 +97,8 @@ describe('live tail', () => {
     const from = venueSeconds();
     wall += 1000;
     await expect(tail.tick()).rejects.toThrow(/mids/);
-    const to = venueSeconds();
+    // nothing stored: the clock stays where the stored rows end
+    expect(venueSeconds()).toBe(from);
     expect(await count()).toBe(before);
     expect(landed).toHaveLength(0);
     await v.conn.run(`ALTER TABLE mids_away RENAME TO mids`);
@@ -103,15 +108,16 @@ describe('live tail', () => {
     expect(again.fills.length).toBeGreaterThanOrEqual(60);
     expect(again.mids.length).toBeGreaterThan(0);
     expect(landed).toHaveLength(again.fills.length);
-    // the very batch that failed: the venue hours of the first tick, not new ones
-    for (const f of again.fills) expect(f.ts >= from && f.ts < to).toBe(true);
-    expect(venueSeconds()).toBe(to);
+    // the very batch that failed: the venue hours of the first tick (10 at speed 36,000), not new ones
+    const to = venueSeconds();
+    expect(to).toBe(from + 36_000);
+    for (const f of again.fills) expect(f.ts > from && f.ts <= to).toBe(true);
     expect(await count()).toBe(before + again.fills.length);
     const [m] = await v.rows<{ n: number }>(`SELECT count(*) AS n FROM mids WHERE seq = (SELECT max(seq) FROM fills)`);
     expect(Number(m!.n)).toBe(again.mids.length);
     wall += 1000;
     const next = await tail.tick();
-    for (const f of next.fills) expect(f.ts >= to).toBe(true);
+    for (const f of next.fills) expect(f.ts > to).toBe(true);
     await tail.stop();
     // nothing lost, nothing twice: every fill announced is stored once
     expect(await count()).toBe(before + landed.length);
@@ -137,5 +143,80 @@ describe('live tail', () => {
     await auto.stop();
     expect(batches.length).toBeGreaterThanOrEqual(2);
     expect(await keys()).toBe(await count());
+  });
+  it("moves its clock only once a batch is stored, and each batch holds what happens after the clock before it through the clock after it (an hour's mids at the clock included)", async () => {
+    const venue = { ...OPTS, end: DEFAULT_END, realMarketsCsv: REAL_MARKETS_CSV };
+    // speed 1,000: a wall millisecond is a venue second, so a tick can end exactly on an hour
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.integer({ min: 0, max: 3000 }), { minLength: 4, maxLength: 10 }), async (steps) => {
+        let wall = 20_000_000;
+        const tail = await LiveTail.start(v.conn, venue, { ratePerSecond: 5, speed: 1000, now: () => wall }, false);
+        const clock = () => Date.parse(tail.stats().venueTime) / 1000;
+        // the first tick ends exactly on the next hour
+        const hour = (Math.floor(clock() / 3600) + 1) * 3600;
+        for (const ms of [hour - clock(), ...steps]) {
+          const before = clock();
+          wall += ms;
+          const b = await tail.tick();
+          const after = clock();
+          expect(after).toBe(before + ms);
+          for (const t of [...b.fills.map((f) => f.ts), ...b.mids.map((m) => m.ts), ...b.resolutions.map((r) => r.resolvedAt)]) {
+            expect(t).toBeGreaterThan(before);
+            expect(t).toBeLessThanOrEqual(after);
+          }
+          if (before < hour && after === hour) expect(b.mids.some((m) => m.ts === hour)).toBe(true);
+        }
+        await tail.stop();
+      }),
+      { numRuns: 4 },
+    );
+  });
+
+  it('at speed 1 runs venue time at the wall clock, whatever the tick', async () => {
+    let wall = 30_000_000;
+    const tail = await LiveTail.start(v.conn, { ...OPTS, end: DEFAULT_END, realMarketsCsv: REAL_MARKETS_CSV }, { ratePerSecond: 68, speed: 1, now: () => wall }, false);
+    const from = Date.parse(tail.stats().venueTime);
+    let fills = 0;
+    let written = 0;
+    // 40 ticks of 250 ms: ten venue seconds (rounding each tick up to a second ran the venue four times too fast)
+    for (let i = 0; i < 40; i++) {
+      wall += 250;
+      const b = await tail.tick();
+      fills += b.fills.length;
+      if (b.fills.length) written++;
+    }
+    await tail.stop();
+    expect(Date.parse(tail.stats().venueTime) - from).toBe(10_000);
+    expect(written).toBe(10);
+    expect(fills).toBe(680);
+  });
+
+  it('refreshes while it ticks never see a row of their past arrive later', async () => {
+    let tail: LiveTail | undefined;
+    const clock = () => (tail ? new Date(tail.stats().venueTime) : new Date(Date.parse(DEFAULT_END)));
+    const engine = await AnalyticsEngine.open(v.instance, { now: clock, log: () => {} });
+    // ten venue hours a wall second, ticking every 5 ms: every refresh starts while batches (the hours' mids among
+    // them) are being written
+    tail = await LiveTail.start(v.conn, { ...OPTS, end: DEFAULT_END, realMarketsCsv: REAL_MARKETS_CSV }, { ratePerSecond: 68, speed: 36_000, tickMs: 5 });
+    const marks: { asOf: string; watermark: number }[] = [];
+    try {
+      for (let i = 0; i < 6; i++) {
+        await engine.refreshNow();
+        const p = engine.published();
+        marks.push({ asOf: p.asOf.toISOString(), watermark: p.watermark });
+      }
+    } finally {
+      await tail.stop();
+      await engine.stop();
+    }
+    const hours = await v.rows<{ n: number }>(`SELECT count(DISTINCT ts) AS n FROM mids WHERE seq > ${marks[0]!.watermark} AND seq <= ${marks.at(-1)!.watermark}`);
+    expect(Number(hours[0]!.n)).toBeGreaterThan(0);
+    for (const m of marks) {
+      const [late] = await v.rows<{ fills: number; mids: number; resolutions: number }>(`SELECT
+        (SELECT count(*) FROM fills WHERE seq > ${m.watermark} AND ts <= TIMESTAMP '${m.asOf}') AS fills,
+        (SELECT count(*) FROM mids WHERE seq > ${m.watermark} AND ts <= TIMESTAMP '${m.asOf}') AS mids,
+        (SELECT count(*) FROM resolutions WHERE seq > ${m.watermark} AND resolved_at <= TIMESTAMP '${m.asOf}') AS resolutions`);
+      expect({ ...m, fills: Number(late!.fills), mids: Number(late!.mids), resolutions: Number(late!.resolutions) }).toEqual({ ...m, fills: 0, mids: 0, resolutions: 0 });
+    }
   });
 });
