@@ -116,8 +116,8 @@ export interface RefreshReport {
   /** the touched wallets' state rows read (and, with a store, staged after the stream) */
   touched_state_rows: number;
   /**
-   * the touched wallets' rows were staged for the row store (false: no store, or more than its stageMaxRows: it is
-   * emptied at the commit and filled again)
+   * the touched wallets' rows were staged for the row store (false: no store, or more than its stageMaxRows: their
+   * ids were, and the store reads them again from the table after the commit)
    */
   state_rows_staged: boolean;
 }
@@ -504,10 +504,13 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
   let staged = false;
   if (store) {
     await timed('state_rows', async () => {
-      // too many to hold (their count bounds the rows staged from above): none staged, the store is emptied at the
-      // commit and filled again in the background
+      // too many to hold (their count bounds the rows staged from above): the touched wallets' ids instead, read
+      // again by the store from the committed table, in the background
       const [c] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM streamed_state`);
-      if (touchedRows + Number(c?.n ?? 0) > store.stageMaxRows) return;
+      if (touchedRows + Number(c?.n ?? 0) > store.stageMaxRows) {
+        store.stageStale(fromVersion + 1, await walletIds(db, 'touched_wallets'));
+        return;
+      }
       const H = store.heavyRows;
       await db.run(`CREATE OR REPLACE TEMP TABLE state_after AS
         SELECT * FROM touched_state ANTI JOIN rewritten_pos USING (wallet_id, market_id, outcome_index) UNION ALL SELECT * FROM streamed_state`);

@@ -36,8 +36,9 @@ export const HEAVY_SLOTS = 64;
 export const HEAVY_ROWS = 256;
 /**
  * The most state rows a refresh stages for the store: held in memory as doubles (~350 bytes a row) until its version
- * is kept. An ordinary refresh at full scale touches ~1.4M rows; the hour's refresh touched 21.9M, and staging them
- * took the process (DuckDB's 8 GB included) from 13 to 23.8 GB, where the kernel killed it.
+ * is kept. An ordinary refresh at full scale touches ~1.4M rows; an hour's refresh whose mids arrived late touched
+ * 21.9M (session 28), and staging them took the process (DuckDB's 8 GB included) from 13 to 23.8 GB, where the
+ * kernel killed it. A refresh touching more stages its wallets' ids: the store reads them again after the commit.
  */
 export const STAGE_MAX_ROWS = 3_000_000;
 /** The slot of a heavy wallet's row, 0..HEAVY_SLOTS-1, in SQL. */
@@ -69,7 +70,7 @@ export interface PositionStateStore {
   readonly heavyRows: number;
   /**
    * the most state rows a refresh stages (STAGE_MAX_ROWS; tests make it small): a refresh touching more (restreaming
-   * most positions after a batch of late mids) stages nothing, and the store is emptied at its commit and filled again
+   * most positions after a batch of late mids) stages its wallets' ids instead (stageStale)
    */
   readonly stageMaxRows: number;
   /**
@@ -89,6 +90,12 @@ export interface PositionStateStore {
    * STAGED_TURNED_HEAVY (all its rows). The store keeps them if, and once, that version commits.
    */
   stage(version: number, wallets: Int32Array, modes: Uint8Array, rows: StateRows): void;
+  /**
+   * As of `version`, the rows of `wallets` (ascending ids) changed, too many to stage: once that version commits, the
+   * store reads them again from the committed table in the background (it holds nothing meanwhile), instead of
+   * being emptied and filled again whole.
+   */
+  stageStale(version: number, wallets: Int32Array): void;
 }
 
 export function emptyStateRows(n = 0): StateRows {

@@ -357,7 +357,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
         refreshed.seconds.paused = Number((paused.ms / 1000).toFixed(3));
         refreshed.pauses = paused.count;
         if (this.store && !refreshed.state_rows_staged)
-          this.log(`analytics: ${refreshed.touched_state_rows} state rows touched, more than the store stages: it is filled again after the commit`);
+          this.log(`analytics: ${refreshed.touched_state_rows} state rows touched, more than the store stages: their wallets are read again after the commit`);
         await this.commitVersion(refreshed, to);
         report = refreshed;
       }
@@ -388,7 +388,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
   private async keepInStore(store: SqliteStateStore, report: RefreshReport | BuildReport): Promise<void> {
     const t = performance.now();
     const stamp = await stateStamp(this.conn).catch((e: Error) => e);
-    let kept: Promise<'kept' | 'reset'>;
+    let kept: Promise<'kept' | 'stale' | 'reset'>;
     if (stamp instanceof Error) {
       // not kept: the store no longer follows (the next version committed empties it); what was staged goes
       store.discard();
@@ -399,7 +399,8 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     // and never rejected: nothing awaits it until then
     this.keeping = Promise.all([before, kept.catch(() => undefined)]).then(async () => {
       try {
-        if ((await kept) === 'reset') this.fillStore();
+        // emptied (filled again), or wallets to read again (by the fill running, if one is)
+        if ((await kept) !== 'kept') this.fillPending(store);
       } catch (e) {
         this.log(`analytics: state rows by wallet not kept: ${(e as Error).message}`);
       }
@@ -509,16 +510,28 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
   async stateStoreFilled(): Promise<void> {
     // a version kept meanwhile may reset the store and start a fill
     await this.keeping;
-    while (this.filling) await this.filling;
+    // (a fill that ends may have one chained after it: fillPending)
+    while (this.filling) {
+      await this.filling;
+      await new Promise((r) => setImmediate(r));
+    }
+  }
+
+  /**
+   * Unless a fill runs, fill the store (its work pending: a copy after a reset, wallets to read again) in the
+   * background; if one runs, look again once it ends (it may have ended just before this work came).
+   */
+  private fillPending(store: SqliteStateStore): void {
+    if (this.stopped || this.store !== store) return;
+    if (this.filling) void this.filling.then(() => this.fillPending(store));
+    else if (store.pendingFill()) this.fillStore(store);
   }
 
   /**
    * Fill the row store in the background, on a connection of its own (each slice in a transaction of its own, at the
-   * version committed then). A fill that a reset overtook ends, and the reset's caller starts the next one.
+   * version committed then). A fill that a reset overtook ends; fillPending starts the next one after it.
    */
-  private fillStore(): void {
-    const store = this.store;
-    if (!store) return;
+  private fillStore(store: SqliteStateStore): void {
     const t = performance.now();
     const run = (async () => {
       const conn = await this.instance.connect();
@@ -530,6 +543,8 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     })();
     const done = run.then(
       (filled) => {
+        // (before anything chained on it runs: fillPending then sees no fill running)
+        if (this.filling === done) this.filling = null;
         if (filled) {
           // a retry armed for an earlier fill is not needed any more
           this.fillFailures = 0;
@@ -540,17 +555,13 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
         return filled;
       },
       (e: Error) => {
-        // refreshes go on reading a_position_state; the store is emptied and filled again after a while (unless
-        // another fill took this one's place meanwhile)
-        if (this.filling === done) this.retryFill(store, `not filled`, e);
-        else this.log(`analytics: an earlier fill of the state rows by wallet failed: ${e.message}`);
+        // refreshes go on reading a_position_state; the store is emptied and filled again after a while
+        if (this.filling === done) this.filling = null;
+        this.retryFill(store, `not filled`, e);
         return false;
       },
     );
     this.filling = done;
-    void done.finally(() => {
-      if (this.filling === done) this.filling = null;
-    });
   }
 
   /** Unless the store holds the committed state: empty it, following that state, and fill it in the background. */
@@ -558,7 +569,7 @@ export class AnalyticsEngine extends EventEmitter<EngineEvents> {
     const stamp = await stateStamp(this.conn);
     if (store.holds(stamp)) return;
     await store.reset(stamp);
-    this.fillStore();
+    this.fillPending(store);
   }
 
   /**

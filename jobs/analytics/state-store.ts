@@ -13,6 +13,10 @@
  *   anything else (a version committed without staging: a full build; a failure in between) resets it, to be filled
  *   again. A crash between the venue database's commit and the store's leaves the store a version behind: at the next
  *   start it does not hold the persisted version and is filled again.
+ * - A refresh that touched too many rows to stage stages its wallets' ids (`stageStale`): at its commit the store
+ *   follows that version but holds nothing (filled = 0 on disk too) until `fill` has read those wallets again from the
+ *   committed table, in slices like a fill's (a third of the rows after an hour's refresh with late mids, instead of
+ *   all of them after a reset).
  *
  * Until the fill completes the journal is kept in memory and nothing is synced (a crash then leaves a store that is
  * emptied at the next start anyway); from then on it is a write-ahead log, and each kept version is one transaction.
@@ -90,18 +94,16 @@ export interface StateStoreStatus {
   appliedAtUs: number;
   /** every wallet's rows are in (it holds `applied`) */
   filled: boolean;
+  /** wallets whose rows it is to read again from the table (a refresh that touched too many to stage) */
+  stale: number;
   /** wallets whose rows it holds */
   wallets: number;
   /** of which heavy: rows in slots */
   heavy: number;
 }
 
-interface Staged {
-  version: number;
-  wallets: Int32Array;
-  modes: Uint8Array;
-  rows: StateRows;
-}
+/** What a refresh staged: its touched wallets' rows, or (too many) their ids alone, to be read again after its commit. */
+type Staged = { version: number; wallets: Int32Array; modes: Uint8Array; rows: StateRows; stale?: undefined } | { version: number; stale: Int32Array };
 
 /**
  * The values of a wallet's rows [from, to) (in slot order): one, or (`slots`) one per slot; `replacesSingle`: also
@@ -120,6 +122,21 @@ interface Value {
   key: number;
   from: number;
   to: number;
+}
+
+/** One ascending list of the ascending lists' ids, each once. */
+function mergeAscending(lists: Int32Array[]): Int32Array {
+  if (lists.length <= 1) return lists[0] ?? new Int32Array(0);
+  const all = new Int32Array(lists.reduce((n, l) => n + l.length, 0));
+  let at = 0;
+  for (const l of lists) {
+    all.set(l, at);
+    at += l.length;
+  }
+  all.sort();
+  let n = 0;
+  for (let k = 0; k < all.length; k++) if (k === 0 || all[k] !== all[k - 1]) all[n++] = all[k]!;
+  return all.subarray(0, n);
 }
 
 /** The committed state a connection reads (a_meta's stamp). */
@@ -146,6 +163,10 @@ export class SqliteStateStore implements PositionStateStore {
   private writing: Promise<unknown> = Promise.resolve();
   /** the versions being kept (committed), one after the other: `settled` waits for them */
   private keeping: Promise<unknown> = Promise.resolve();
+  /** every wallet is to be copied (emptied by a reset, or never filled) */
+  private needsFull = true;
+  /** the wallets (ascending ids, per version that staged them) to read again from the table before it holds anything */
+  private stale: Int32Array[] = [];
 
   private constructor(
     private readonly path: string,
@@ -167,6 +188,7 @@ export class SqliteStateStore implements PositionStateStore {
       store.applied = meta.applied;
       store.appliedAtUs = meta.applied_at_us;
       store.filled = meta.filled === 1;
+      store.needsFull = !store.filled;
       // (a filled store's file is in WAL mode; the sync level is the connection's)
       if (store.filled) store.db.pragma('synchronous = NORMAL');
     } catch {
@@ -195,11 +217,18 @@ export class SqliteStateStore implements PositionStateStore {
     this.applied = stamp.version;
     this.appliedAtUs = stamp.builtAtUs;
     this.filled = false;
+    this.needsFull = true;
+    this.stale = [];
   }
 
   status(): StateStoreStatus {
     const c = this.db.prepare(`SELECT count(DISTINCT key / ${KEYS_PER_WALLET}) AS n, count(DISTINCT key / ${KEYS_PER_WALLET}) FILTER (WHERE key % ${KEYS_PER_WALLET} <> 0) AS heavy FROM state_rows`).get() as { n: number; heavy: number };
-    return { applied: this.applied, appliedAtUs: this.appliedAtUs, filled: this.filled, wallets: c.n, heavy: c.heavy };
+    return { applied: this.applied, appliedAtUs: this.appliedAtUs, filled: this.filled, stale: this.stale.reduce((n, w) => n + w.length, 0), wallets: c.n, heavy: c.heavy };
+  }
+
+  /** `fill` has work to do: a copy of every wallet, or wallets to read again (and no reset or failed read pending) */
+  pendingFill(): boolean {
+    return !this.filled && !this.broken && (this.needsFull || this.stale.length > 0);
   }
 
   holds(stamp: StateStamp): boolean {
@@ -236,6 +265,11 @@ export class SqliteStateStore implements PositionStateStore {
     this.staged = { version, wallets, modes, rows };
   }
 
+  stageStale(version: number, wallets: Int32Array): void {
+    for (let k = 1; k < wallets.length; k++) if (wallets[k]! <= wallets[k - 1]!) throw new Error('state rows: stale wallets in ascending order');
+    this.staged = { version, stale: wallets };
+  }
+
   /** The version staged did not commit. */
   discard(): void {
     this.staged = null;
@@ -251,9 +285,10 @@ export class SqliteStateStore implements PositionStateStore {
 
   /**
    * `version` committed: keep what its refresh staged when the store followed the version before it, and answer
-   * 'kept'; otherwise reset the store at it and answer 'reset' (fill it next).
+   * 'kept', or 'stale' when it staged wallets to read again (fill next); otherwise reset the store at it and answer
+   * 'reset' (fill it next).
    */
-  committed(stamp: StateStamp, pause: () => Promise<void> = yieldToEventLoop): Promise<'kept' | 'reset'> {
+  committed(stamp: StateStamp, pause: () => Promise<void> = yieldToEventLoop): Promise<'kept' | 'stale' | 'reset'> {
     // what this version staged, taken now: the next refresh may stage its own while this one is kept
     const staged = this.staged;
     this.staged = null;
@@ -268,11 +303,29 @@ export class SqliteStateStore implements PositionStateStore {
     await this.keeping;
   }
 
-  private async keep(stamp: StateStamp, staged: Staged | null, pause: () => Promise<void>): Promise<'kept' | 'reset'> {
+  private async keep(stamp: StateStamp, staged: Staged | null, pause: () => Promise<void>): Promise<'kept' | 'stale' | 'reset'> {
     const version = stamp.version;
     if (!staged || staged.version !== version || this.applied !== version - 1 || this.broken) {
       await this.reset(stamp);
       return 'reset';
+    }
+    if (staged.stale) {
+      const stale = staged.stale;
+      try {
+        // it follows this version but holds nothing until those wallets are read again (on disk too: a crash meanwhile
+        // leaves a store that the next start empties)
+        await this.serial(async () => {
+          this.db.prepare(`UPDATE store_meta SET applied = ?, applied_at_us = ?, filled = 0`).run(version, stamp.builtAtUs);
+          this.applied = version;
+          this.appliedAtUs = stamp.builtAtUs;
+          this.filled = false;
+          this.stale.push(stale);
+        });
+        return 'stale';
+      } catch {
+        await this.reset(stamp);
+        return 'reset';
+      }
     }
     try {
       // the publish's listeners and the requests waiting go first (and a test holds a keep here)
@@ -308,52 +361,86 @@ export class SqliteStateStore implements PositionStateStore {
   }
 
   /**
-   * Copy a_position_state into the store, in slices of wallet ids, each read in a transaction of its own on `conn` (a
-   * connection no one else uses meanwhile). Resolves true once every slice is in, false when a reset (or `stopped`)
-   * ended it first.
+   * Bring the store to hold the committed state: copy a_position_state into it (after a reset), then read again the
+   * wallets stale versions named (stageStale), each in slices of wallets read in a transaction of their own on `conn`
+   * (a connection no one else uses meanwhile). Resolves true once it holds the state, false when a reset (or
+   * `stopped`) ended it first.
    */
   async fill(conn: DuckDBConnection, opts: { pause?: () => Promise<void>; stopped?: () => boolean; sliceWallets?: number } = {}): Promise<boolean> {
     const generation = this.generation;
-    const pause = opts.pause ?? yieldToEventLoop;
-    const slice = opts.sliceWallets ?? FILL_SLICE_WALLETS;
     const current = () => generation === this.generation && !opts.stopped?.();
-    const db = duckRunner(conn);
-    const [top] = await queryRows<{ hi: number | null }>(conn, `SELECT max(wallet_id) AS hi FROM a_position_state`);
-    const hi = Number(top?.hi ?? -1);
-    for (let lo = 0; lo <= hi; lo += slice) {
-      if (!current()) return false;
-      await conn.run('BEGIN TRANSACTION');
+    const copy = { conn, pause: opts.pause ?? yieldToEventLoop, current, slice: opts.sliceWallets ?? FILL_SLICE_WALLETS };
+    for (;;) {
+      if (this.needsFull) {
+        if (!(await this.copyWallets(copy, null))) return false;
+        this.needsFull = false;
+      }
+      const stale = mergeAscending(this.stale.splice(0));
+      if (stale.length) {
+        if (!(await this.copyWallets(copy, stale))) return false;
+        continue;
+      }
+      const done = await this.serial(async () => {
+        if (!current()) return false;
+        // a version kept meanwhile named more wallets: read them first
+        if (this.stale.length) return null;
+        // synced before it says 'filled': the slices were written unsynced (until the first fill), and a power loss must
+        // not leave a store that says it is filled over pages that never reached the disk (this commit syncs first)
+        this.db.pragma('synchronous = FULL');
+        this.db.prepare(`UPDATE store_meta SET filled = 1`).run();
+        this.db.pragma('journal_mode = WAL');
+        this.db.pragma('synchronous = NORMAL');
+        this.filled = true;
+        return true;
+      });
+      if (done !== null) return done;
+    }
+  }
+
+  /**
+   * Copy the rows of `wallets` (ascending ids; null: every wallet) from a_position_state, in slices of `slice` wallets,
+   * each read at the version committed then. Resolves false once `current` says the copy is no longer wanted.
+   */
+  private async copyWallets(
+    c: { conn: DuckDBConnection; pause: () => Promise<void>; current: () => boolean; slice: number },
+    wallets: Int32Array | null,
+  ): Promise<boolean> {
+    const db = duckRunner(c.conn);
+    const slices: string[] = [];
+    if (wallets) {
+      for (let k = 0; k < wallets.length; k += c.slice) {
+        const ids = wallets.subarray(k, k + c.slice);
+        slices.push(`wallet_id BETWEEN ${ids[0]} AND ${ids[ids.length - 1]} AND wallet_id IN (${ids.join(',')})`);
+      }
+    } else {
+      const [top] = await queryRows<{ hi: number | null }>(c.conn, `SELECT max(wallet_id) AS hi FROM a_position_state`);
+      for (let lo = 0; lo <= Number(top?.hi ?? -1); lo += c.slice) slices.push(`wallet_id >= ${lo} AND wallet_id < ${lo + c.slice}`);
+    }
+    for (const where of slices) {
+      if (!c.current()) return false;
+      await c.conn.run('BEGIN TRANSACTION');
       let version: number;
       let rows: StateRows;
       try {
-        version = (await stateStamp(conn)).version;
-        rows = await scanStateRows(db, stateRowsSql(`(SELECT * FROM a_position_state WHERE wallet_id >= ${lo} AND wallet_id < ${lo + slice})`));
+        version = (await stateStamp(c.conn)).version;
+        rows = await scanStateRows(db, stateRowsSql(`(SELECT * FROM a_position_state WHERE ${where})`));
       } finally {
-        await conn.run('COMMIT');
+        await c.conn.run('COMMIT');
       }
-      // the slice's wallets, each a run of rows: one value, or a heavy wallet's slots
+      // the slice's wallets, each a run of rows: one value, or a heavy wallet's slots. A wallet read again may have
+      // turned heavy in the version that named it (which staged nothing): its single value goes, empty, at this version
       const parts = rowRuns(0, rows.n, (i) => rows.values[i * STATE_WIDTH]!).flatMap(([i, j]) =>
-        walletValues(rows, rows.values[i * STATE_WIDTH]!, i, j, j - i >= this.heavyRows, false),
+        walletValues(rows, rows.values[i * STATE_WIDTH]!, i, j, j - i >= this.heavyRows, wallets !== null && j - i >= this.heavyRows),
       );
-      const values = await packValues(rows, parts, pause);
+      const values = await packValues(rows, parts, c.pause);
       await this.serial(async () => {
-        if (!current()) return;
+        if (!c.current()) return;
         const put = this.upsert();
         this.db.transaction(() => parts.forEach((p, k) => put.run(p.key, version, values[k])))();
       });
-      await pause();
+      await c.pause();
     }
-    return this.serial(async () => {
-      if (!current()) return false;
-      // synced before it says 'filled': the slices were written unsynced, and a power loss must not leave a store that
-      // says it is filled over pages that never reached the disk (this commit syncs the whole file first)
-      this.db.pragma('synchronous = FULL');
-      this.db.prepare(`UPDATE store_meta SET filled = 1`).run();
-      this.db.pragma('journal_mode = WAL');
-      this.db.pragma('synchronous = NORMAL');
-      this.filled = true;
-      return true;
-    });
+    return c.current();
   }
 
   /** A value at a version, unless the store has it from a later one. */

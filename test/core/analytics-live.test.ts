@@ -56,7 +56,7 @@ async function run(batches: Batch[], restartAt: number, withStore = false): Prom
   const storePath = join(storeDir, `run-${storeRuns++}.sqlite`);
   let store: SqliteStateStore | null = null;
   // versions the store keeps in the background (not awaited before the next refresh)
-  const keeping: Promise<'kept' | 'reset'>[] = [];
+  const keeping: Promise<'kept' | 'stale' | 'reset'>[] = [];
   let releaseKeep = () => {};
   // a version kept in the background is held until the next refresh asks whether the store is settled (so a refresh
   // that did not ask would read the store a version behind)

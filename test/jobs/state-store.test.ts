@@ -26,6 +26,7 @@ import {
   type StateRows,
 } from '../../core/analytics/state-rows.ts';
 import { openDuckDB, queryRows } from '../../data/duckdb.ts';
+import { venueInsert } from '../../data/schema.ts';
 import { duckRunner } from '../../data/runner.ts';
 import { AnalyticsEngine } from '../../jobs/analytics/engine.ts';
 import { SqliteStateStore } from '../../jobs/analytics/state-store.ts';
@@ -148,17 +149,17 @@ describe('a store file', () => {
     await store.close();
     // another heavy threshold: its values would be read wrong
     store = SqliteStateStore.open(path, { heavyRows: 9 });
-    expect(store.status()).toEqual({ applied: 0, appliedAtUs: 0, filled: false, wallets: 0, heavy: 0 });
+    expect(store.status()).toEqual({ applied: 0, appliedAtUs: 0, filled: false, stale: 0, wallets: 0, heavy: 0 });
     await store.close();
     const raw = new Database(path);
     raw.prepare(`UPDATE store_meta SET layout = 'another'`).run();
     raw.close();
     store = SqliteStateStore.open(path, { heavyRows: 9 });
-    expect(store.status()).toEqual({ applied: 0, appliedAtUs: 0, filled: false, wallets: 0, heavy: 0 });
+    expect(store.status()).toEqual({ applied: 0, appliedAtUs: 0, filled: false, stale: 0, wallets: 0, heavy: 0 });
     await store.close();
     writeFileSync(path, 'not a database');
     store = SqliteStateStore.open(path);
-    expect(store.status()).toEqual({ applied: 0, appliedAtUs: 0, filled: false, wallets: 0, heavy: 0 });
+    expect(store.status()).toEqual({ applied: 0, appliedAtUs: 0, filled: false, stale: 0, wallets: 0, heavy: 0 });
     await store.close();
   });
 });
@@ -285,13 +286,21 @@ describe('a store following the analytics engine', () => {
     }
   }, 120_000);
 
-  it('a refresh touching more state rows than the store stages stages none: the store is emptied at its commit, filled again, and holds the table', async () => {
+  it('a refresh touching more state rows than the store stages stages its wallets ids: the store reads those again after its commit (not emptied) and holds the table', async () => {
     await withVenue(async ({ instance, conn, storePath }) => {
       const logs: string[] = [];
       let prev = HISTORY_DAYS * DAY + 3 * HOUR;
       let now = START + prev;
+      // two wallets no batch below touches (a market of their own): their values must keep their versions
+      const hex = (n: number, len: number) => '0x' + n.toString(16).padStart(len, '0');
+      await conn.run(`INSERT INTO wallets VALUES (50, '${hex(50, 40)}', NULL, 'Wallet-50', NULL, false), (51, '${hex(51, 40)}', NULL, 'Wallet-51', NULL, false)`);
+      await conn.run(`${venueInsert('markets')} VALUES (9, '${hex(1009, 64)}', '${hex(2009, 64)}', 1, 'Question 9?', 'q-9', 'politics', '100091', '100092', false, NULL,
+        TIMESTAMP '2026-02-20', TIMESTAMP '2026-02-25', TIMESTAMP '2026-04-30', NULL, 50000, 100000, 'synthetic')`);
+      await writeBatch(conn, [{ kind: 'fill', t: 2 * DAY + 10 * HOUR, market: 9, outcome: 0, maker: 51, taker: 50, side: 'BUY', match: 'direct', price: 0.4, shares: 1000, fee: 0 }]);
       const engine = await AnalyticsEngine.open(instance, { now: () => new Date(now), stateStore: { path: storePath, heavyRows: 4, stageMaxRows: 3 }, log: (m) => logs.push(m) });
       await engine.stateStoreFilled();
+      const store = (engine as unknown as { store: SqliteStateStore }).store;
+      const versions = () => new Map((store as unknown as { db: { prepare(sql: string): { all(): { key: number; version: number }[] } } }).db.prepare(`SELECT key, version FROM state_rows`).all().map((r) => [r.key, r.version]));
       let staged = 0;
       let skipped = 0;
       for (let i = 0; i < 4; i++) {
@@ -299,21 +308,43 @@ describe('a store following the analytics engine', () => {
         prev = batch!.asOf;
         now = START + prev;
         await writeBatch(conn, batch!.rows);
+        const before = versions();
         const r = (await engine.refreshNow()) as RefreshReport;
-        // the rows touched bound the rows staged: within the limit they are staged, beyond it none
+        // the rows touched bound the rows staged: within the limit they are staged, beyond it the wallets' ids
         if (r.state_rows_staged) staged++;
         else skipped++;
-        if (!r.state_rows_staged) expect(r.touched_state_rows).toBeGreaterThan(0);
         await engine.stateStoreFilled();
-        expect(engine.stateStore()).toMatchObject({ filled: true, applied: engine.published().version });
-        const [table, held] = await tableAndStore(conn, (engine as unknown as { store: SqliteStateStore }).store);
+        expect(engine.stateStore()).toMatchObject({ filled: true, stale: 0, applied: engine.published().version });
+        const [table, held] = await tableAndStore(conn, store);
         expect(held).toEqual(table);
+        if (!r.state_rows_staged) {
+          expect(r.touched_state_rows).toBeGreaterThan(0);
+          // read again: the touched wallets' values, not every value (a refill writes them all at a new version)
+          const after = versions();
+          const same = [...after].filter(([k, v]) => before.get(k) === v).length;
+          const rewritten = [...after].filter(([k, v]) => before.get(k) !== v).length;
+          expect(same).toBeGreaterThan(0);
+          expect(rewritten).toBeGreaterThan(0);
+        }
       }
       expect(skipped).toBeGreaterThan(0);
-      expect(logs.filter((l) => /more than the store stages/.test(l))).toHaveLength(skipped);
+      expect(logs.filter((l) => /more than the store stages: their wallets are read again/.test(l))).toHaveLength(skipped);
       expect(logs.filter((l) => /state rows by wallet filled/.test(l))).toHaveLength(1 + skipped);
       expect(staged + skipped).toBe(4);
+      const { applied, appliedAtUs } = engine.stateStore()!;
       await engine.stop();
+      // a version that named wallets to read again says so on disk at once: a crash before they are read leaves a
+      // store that the next start does not hold (emptied and filled again), never one that holds stale rows
+      const open = SqliteStateStore.open(storePath, { heavyRows: 4 });
+      expect(open.holds({ version: applied, builtAtUs: appliedAtUs })).toBe(true);
+      open.stageStale(applied + 1, Int32Array.of(1, 50));
+      expect(await open.committed({ version: applied + 1, builtAtUs: appliedAtUs + 1 })).toBe('stale');
+      expect(open.status()).toMatchObject({ filled: false, stale: 2, applied: applied + 1 });
+      const afterCrash = SqliteStateStore.open(storePath, { heavyRows: 4 });
+      expect(afterCrash.holds({ version: applied + 1, builtAtUs: appliedAtUs + 1 })).toBe(false);
+      expect(afterCrash.status()).toMatchObject({ filled: false, applied: applied + 1 });
+      await afterCrash.close();
+      await open.close();
     });
   }, 300_000);
 });
