@@ -34,6 +34,9 @@ export class RankerCache implements RankerSource {
   private staged: VersionRanker | null = null;
   private loading: Promise<void> = Promise.resolve();
   private pending = false;
+  /** the preset heads' loads: a chain of their own, never queued behind a rank base's (seconds at full scale) */
+  private headsLoading: Promise<void> = Promise.resolve();
+  private headsPending = false;
 
   private readonly access: InstanceAccess;
 
@@ -102,23 +105,47 @@ export class RankerCache implements RankerSource {
     this.loaded = [staged ?? new VersionRanker(version, engine), ...this.loaded].sort((a, b) => b.version - a.version).slice(0, this.keep);
   }
 
-  /** Load the latest committed version (coalescing: versions published while one loads are skipped to the newest). */
+  /**
+   * Load the latest committed version: its preset heads (a fraction of a second) and its rank base, each coalescing
+   * (versions published while one loads are skipped to the newest). The heads do not wait for a rank base still
+   * loading: a replica that switched files while the previous one's rank base loaded would otherwise have answered
+   * its plain presets in SQL until that load ended.
+   */
   refresh(): Promise<void> {
-    if (this.pending) return this.loading;
-    this.pending = true;
-    this.loading = this.loading.then(async () => {
-      this.pending = false;
-      try {
-        await this.loadLatest();
-      } catch (e) {
-        this.log(`rankers: load failed: ${(e as Error).message}`);
-      }
-    });
-    return this.loading;
+    const heads = this.refreshHeads();
+    if (!this.pending) {
+      this.pending = true;
+      this.loading = this.loading.then(async () => {
+        this.pending = false;
+        try {
+          await this.access((instance) => this.loadFrom(instance));
+        } catch (e) {
+          this.log(`rankers: load failed: ${(e as Error).message}`);
+        }
+      });
+    }
+    return Promise.all([heads, this.loading]).then(() => undefined);
   }
 
-  private loadLatest(): Promise<void> {
-    return this.access((instance) => this.loadFrom(instance));
+  private refreshHeads(): Promise<void> {
+    if (this.headsPending) return this.headsLoading;
+    this.headsPending = true;
+    this.headsLoading = this.headsLoading.then(async () => {
+      this.headsPending = false;
+      try {
+        await this.access(async (instance) => {
+          const conn = await instance.connect();
+          try {
+            await this.loadHeads(conn);
+          } finally {
+            conn.closeSync();
+          }
+        });
+      } catch (e) {
+        this.log(`rankers: preset heads not loaded (plain presets read SQL): ${(e as Error).message}`);
+      }
+    });
+    return this.headsLoading;
   }
 
   /** The heads of the version conn reads, unless loaded (a failure is logged: presets read SQL meanwhile). */
@@ -145,9 +172,6 @@ export class RankerCache implements RankerSource {
     let version = Number.NaN;
     let cols: RankColumns;
     try {
-      // the heads first (a fraction of a second), in a read transaction of their own (a failed statement would leave
-      // the rank base's transaction aborted): plain presets are answered from memory while the rank base loads
-      await this.loadHeads(conn);
       await conn.run('BEGIN TRANSACTION');
       const [m] = await queryRows<{ version: number }>(conn, `SELECT version FROM a_meta LIMIT 1`);
       version = Number(m?.version);

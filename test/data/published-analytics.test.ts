@@ -8,7 +8,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { fullBuild } from '../../core/analytics/build.ts';
 import { openDuckDB, queryRows } from '../../data/duckdb.ts';
 import { PublishedAnalytics, publishAnalytics, readPointer } from '../../data/published-analytics.ts';
@@ -91,6 +91,38 @@ describe('published analytics', () => {
     expect(await a.check()).toBe(false);
     await a.close();
     await b.close();
+  }, 120_000);
+
+  it("a replica that switches files while the previous file's rank base loads serves the new file's preset heads at once", async () => {
+    // (the current version published: nothing new when it is already)
+    await publishAnalytics(v.instance, dir);
+    const c = await PublishedAnalytics.open(dir);
+    const from = c.db.version();
+    // the rank base's load (the second borrow of the file: the heads' load is the first) held until released
+    let borrows = 0;
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const rankers = new RankerCache((fn) => (++borrows === 2 ? held.then(() => c.withInstance(fn)) : c.withInstance(fn)));
+    const first = rankers.refresh();
+    await vi.waitFor(() => expect(rankers.presetHeads()?.version).toBe(from), { timeout: 20_000, interval: 20 });
+    // the builder's next version, published; the replica switches and announces it (main.ts)
+    await v.conn.run('BEGIN TRANSACTION');
+    await v.conn.run(`UPDATE a_meta SET version = version + 1`);
+    await v.conn.run(`UPDATE a_board_rank SET composite_score = composite_score + 1 WHERE rank = 1`);
+    await v.conn.run('COMMIT');
+    const next = await publishAnalytics(v.instance, dir);
+    expect(await c.check()).toBe(true);
+    rankers.announce(next.version);
+    void rankers.refresh();
+    // its heads load while the previous rank base still loads (before: queued behind it, plain presets in SQL)
+    await vi.waitFor(() => expect(rankers.presetHeads()?.version).toBe(next.version), { timeout: 20_000, interval: 20 });
+    expect(rankers.presetHeads()).toEqual(await loadPresetHeads(duckRunner(v.conn)));
+    expect(rankers.at(from)).toBeNull();
+    release();
+    await first;
+    await rankers.refresh();
+    expect(rankers.at(next.version)).not.toBeNull();
+    await c.close();
   }, 120_000);
 
   it('a copy taken while the builder commits is one committed state', async () => {
