@@ -176,9 +176,13 @@ export class RedisDeliveryQueue {
   // What happened to a delivery ---------------------------------------------------------------------------------
 
   async state(eventId: string, subscriptionId: string): Promise<QueuedDelivery | null> {
-    const job = (await this.guarded('getJob', () => this.queue.getJob(jobIdOf(eventId, subscriptionId)), 2_000)) as Job<DeliveryJob> | undefined;
+    const read = async () => (await this.guarded('getJob', () => this.queue.getJob(jobIdOf(eventId, subscriptionId)), 2_000)) as Job<DeliveryJob> | undefined;
+    let job = await read();
     if (!job) return null;
-    const s = await this.guarded('getState', () => job.getState(), 2_000);
+    const s = await this.guarded('getState', () => job!.getState(), 2_000);
+    // a try that ended between the two reads: its job read again, as of its final state (read before it, the job said
+    // no try made while its state said delivered: "no delivery worker took it yet" for an event that was delivered)
+    if (s === 'completed' || s === 'failed') job = (await read()) ?? job;
     const prior = job.data.prior_attempts ?? 0;
     const m = /^HTTP (\d{3})/.exec(job.failedReason ?? '');
     const lastStatus = s === 'completed' ? Number((job.returnvalue as { http_status?: number } | null)?.http_status ?? 200) : m ? Number(m[1]) : null;

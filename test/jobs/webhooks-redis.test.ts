@@ -180,6 +180,20 @@ describe('the service in Redis mode', () => {
     // the worker's outcome is written back to the outbox row (the 30-day delivery log)
     await until(async () => (await store.delivery(out.event_id, subscription.id))?.status === 'delivered');
     expect(await store.delivery(out.event_id, subscription.id)).toMatchObject({ attempts: 1, last_status: 200 });
+    // a try that ends between the reads of the job and of its state (seen under load): the job, read before the try
+    // ended, says none was made; its state, read after, says delivered. The state reported is one of the two reads.
+    const bull = (svc.queue as unknown as { queue: { getJob(id: string): Promise<object | undefined> } }).queue;
+    const getJob = bull.getJob.bind(bull);
+    let reads = 0;
+    bull.getJob = async (id) => {
+      const job = (await getJob(id)) as { attemptsMade: number } | undefined;
+      return reads++ === 0 && job ? Object.assign(Object.create(Object.getPrototypeOf(job)), job, { attemptsMade: 0 }) : job;
+    };
+    try {
+      expect(await svc.queue!.state(out.event_id, subscription.id)).toMatchObject({ status: 'delivered', attempts: 1, last_status: 200 });
+    } finally {
+      bull.getJob = getJob;
+    }
   });
 
   it('delivers published events once each, even when the relay hands the same rows off twice (a crash before marking)', async () => {
