@@ -236,6 +236,9 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
   const fromVersion = Number(stamp?.version);
   const store = opts.stateStore;
   let stateRows: RefreshReport['state_rows'] = 'table';
+  // the wallets whose state rows this refresh reads, ascending: read once, when the store needs them
+  let touched: Int32Array | null = null;
+  const touchedIds = async () => (touched ??= await walletIds(db, 'touched_wallets'));
   const cutoffBefore = before?.c === null || before?.c === undefined ? Number.POSITIVE_INFINITY : Number(before.c);
 
   // the state is as of T_new from here on (the a_positions view reads it); readers see it at the commit
@@ -348,15 +351,15 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
     // the version this refresh starts from may still be being kept (the engine lets this refresh begin meanwhile)
     await store?.settled();
     if (store?.holds({ version: fromVersion, builtAtUs: Number(stamp?.built_at_us) })) {
-      const touched = await walletIds(db, 'touched_wallets');
+      const ids = await touchedIds();
       await db.run(`CREATE OR REPLACE TEMP TABLE touched_state AS SELECT * FROM a_position_state LIMIT 0`);
       // a few wallets at a time, pausing every 15 ms: the market makers among them hold thousands of positions each
       // (256 wallets between pauses held the service 225–304 ms at full scale, 32 wallets up to ~220 ms)
       const w = await stateRowsWriter(db, 'touched_state');
       const step = slicedPause(pause, STORE_READ_SLICE_MS);
       try {
-        for (let k = 0; k < touched.length; k += STORE_READ_WALLETS) {
-          w.append(store.read(touched.subarray(k, k + STORE_READ_WALLETS)));
+        for (let k = 0; k < ids.length; k += STORE_READ_WALLETS) {
+          w.append(store.read(ids.subarray(k, k + STORE_READ_WALLETS)));
           await w.ready();
           await step();
         }
@@ -508,7 +511,7 @@ export async function refresh(db: ColumnarRunner, mids: MidIndex, from: StateMar
       // again by the store from the committed table, in the background
       const [c] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM streamed_state`);
       if (touchedRows + Number(c?.n ?? 0) > store.stageMaxRows) {
-        store.stageStale(fromVersion + 1, await walletIds(db, 'touched_wallets'));
+        store.stageStale(fromVersion + 1, await touchedIds());
         return;
       }
       const H = store.heavyRows;

@@ -372,7 +372,8 @@ export class SqliteStateStore implements PositionStateStore {
     const copy = { conn, pause: opts.pause ?? yieldToEventLoop, current, slice: opts.sliceWallets ?? FILL_SLICE_WALLETS };
     for (;;) {
       if (this.needsFull) {
-        if (!(await this.copyWallets(copy, null))) return false;
+        // (a reset meanwhile wants a copy again: only a copy of this generation clears the flag)
+        if (!(await this.copyWallets(copy, null)) || !current()) return false;
         this.needsFull = false;
       }
       const stale = mergeAscending(this.stale.splice(0));
